@@ -1,0 +1,129 @@
+"""Scaled dot-product attention and multi-head attention, written out in full.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + mask) V
+
+Both functions return the attention weights next to the output, so that callers (attention
+maps, tests) can look at them without hooks or hidden module state.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    dropout: nn.Module | None = None,
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T / sqrt(d_k)) V over the last two dimensions.
+
+    Args:
+        query: (B, H, T_q, d_k)
+        key: (B, H, T_k, d_k)
+        value: (B, H, T_k, d_v)
+        mask: bool, broadcastable to (B, H, T_q, T_k); False entries get weight exactly 0.
+        dropout: applied to the weights before they mix the values (training only).
+
+    Returns:
+        output (B, H, T_q, d_v) and the weights (B, H, T_q, T_k), taken before dropout.
+        A query row whose keys are all masked gets all-zero weights and a zero output
+        instead of NaN.
+    """
+    d_k = query.size(-1)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (B, H, T_q, T_k)
+    if mask is not None:
+        # The most negative finite value rather than -inf: a fully masked row then gives a
+        # uniform softmax (no NaN, no NaN gradient) that the fill below turns into zeros.
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    mixing = dropout(weights) if dropout is not None else weights
+    return mixing @ value, weights
+
+
+class KVCache:
+    """Projected keys and values of one attention module, kept between decoding steps.
+
+    Self-attention caches grow by the new positions at every step; a static cache (cross-
+    attention) is filled once from the encoder output and then reused as it is.
+    """
+
+    def __init__(self, static: bool = False) -> None:
+        self.static = static
+        self.key: Tensor | None = None  # (B, H, T, d_head)
+        self.value: Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.key is None else self.key.size(2)
+
+    def update(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """Store the new keys/values (appended unless static) and return all of them."""
+        if self.key is not None and not self.static:
+            key = torch.cat([self.key, key], dim=2)
+            value = torch.cat([self.value, value], dim=2)
+        self.key, self.value = key, value
+        return key, value
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows `index` (beam search reshuffles and prunes hypotheses)."""
+        if self.key is not None:
+            self.key = self.key.index_select(0, index)
+            self.value = self.value.index_select(0, index)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with separate query and key/value inputs.
+
+    Self-attention passes the same tensor twice; cross-attention passes decoder states as
+    `query` and the encoder output as `key_value`.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        assert d_model % n_heads == 0, "d_model must be divisible by n_heads"
+        self.n_heads = n_heads
+        self.d_head = d_model // n_heads
+        self.q_proj = nn.Linear(d_model, d_model)  # W_Q
+        self.k_proj = nn.Linear(d_model, d_model)  # W_K
+        self.v_proj = nn.Linear(d_model, d_model)  # W_V
+        self.out_proj = nn.Linear(d_model, d_model)  # W_O
+        self.dropout = nn.Dropout(dropout)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Tensor,
+        mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """
+        Args:
+            query: (B, T_q, d_model)
+            key_value: (B, T_k, d_model); ignored once a static cache is filled.
+            mask: bool, broadcastable to (B, H, T_q, T_k_total), True = may attend.
+            cache: keys/values of earlier steps; updated in place.
+
+        Returns:
+            output (B, T_q, d_model) and per-head weights (B, H, T_q, T_k_total).
+        """
+        q = self._split_heads(self.q_proj(query))  # (B, H, T_q, d_head)
+        if cache is not None and cache.static and cache.key is not None:
+            k, v = cache.key, cache.value  # encoder keys/values, projected once per sentence
+        else:
+            k = self._split_heads(self.k_proj(key_value))  # (B, H, T_k, d_head)
+            v = self._split_heads(self.v_proj(key_value))
+            if cache is not None:
+                k, v = cache.update(k, v)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)
+        b, _, t_q, _ = out.shape
+        out = out.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)
+        return self.out_proj(out), weights

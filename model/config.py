@@ -1,0 +1,56 @@
+"""Model configuration and the vocabulary conventions every other part relies on."""
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+# Special token ids, fixed here once: the tokenizer is trained to put them exactly there,
+# so a token id means the same thing in data/, the model, search and checkpoints.
+PAD_ID = 0
+UNK_ID = 1
+BOS_ID = 2
+EOS_ID = 3
+
+
+@dataclass
+class TransformerConfig:
+    """Shape and regularisation of an encoder-decoder Transformer.
+
+    Plain dataclass on purpose: the model never sees Hydra or OmegaConf, so it can be built
+    from a checkpoint, a test or a notebook alike.
+    """
+
+    src_vocab_size: int = 8000
+    tgt_vocab_size: int = 8000
+    d_model: int = 256
+    n_heads: int = 8
+    n_encoder_layers: int = 3
+    n_decoder_layers: int = 3
+    d_ff: int = 1024
+    dropout: float = 0.1  # residual and embedding dropout
+    attention_dropout: float = 0.1  # dropout on the attention weights
+    activation: Literal["relu", "gelu"] = "relu"
+    norm_first: bool = True  # pre-norm trains stably without a long warmup
+    positional: Literal["sinusoidal", "learned"] = "sinusoidal"
+    max_len: int = 256  # longest sequence (in pieces, bos/eos included) the model accepts
+    share_embeddings: bool = True  # one embedding for source and target (joint vocabulary)
+    tie_output: bool = True  # output projection reuses the target embedding matrix
+    pad_id: int = PAD_ID
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(
+                "share_embeddings needs one joint vocabulary, but src_vocab_size "
+                f"{self.src_vocab_size} != tgt_vocab_size {self.tgt_vocab_size}"
+            )
+        if self.activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu' or 'gelu', not {self.activation!r}")
+        if self.positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', not {self.positional!r}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict:
+        return asdict(self)

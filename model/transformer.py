@@ -1,0 +1,175 @@
+"""The encoder-decoder Transformer: encode, decode (optionally step by step), forward."""
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from model.attention import KVCache
+from model.config import TransformerConfig
+from model.embedding import PositionalEncoding, TokenEmbedding
+from model.layers import DecoderLayer, EncoderLayer
+from model.masks import causal_mask, decoder_self_attention_mask, padding_mask
+
+
+class AttentionMaps(NamedTuple):
+    """Attention weights of every layer, one (B, H, T_q, T_k) tensor per layer and kind."""
+
+    encoder_self: list[Tensor]  # (B, H, S, S)
+    decoder_self: list[Tensor]  # (B, H, T, T), lower-triangular
+    cross: list[Tensor]  # (B, H, T, S): target queries over source keys
+
+
+class DecoderCache:
+    """Per-layer key/value caches for decoding one position at a time."""
+
+    def __init__(self, n_layers: int) -> None:
+        self.self_attn = [KVCache() for _ in range(n_layers)]
+        self.cross_attn = [KVCache(static=True) for _ in range(n_layers)]
+
+    def __len__(self) -> int:
+        """Number of target positions already decoded."""
+        return len(self.self_attn[0])
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows `index` in every cache (beam reordering, dropping finished rows)."""
+        for cache in self.self_attn + self.cross_attn:
+            cache.reorder(index)
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.attention_dropout,
+                         cfg.activation, cfg.norm_first)
+            for _ in range(cfg.n_encoder_layers)
+        )
+        # Pre-norm leaves the residual stream unnormalised; post-norm already ends in a norm.
+        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, src_mask: Tensor) -> tuple[Tensor, list[Tensor]]:
+        weights = []
+        for layer in self.layers:
+            x, w = layer(x, src_mask)
+            weights.append(w)
+        return self.final_norm(x), weights
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.attention_dropout,
+                         cfg.activation, cfg.norm_first)
+            for _ in range(cfg.n_decoder_layers)
+        )
+        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor | None,
+                cache: DecoderCache | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        self_weights, cross_weights = [], []
+        for i, layer in enumerate(self.layers):
+            x, w_self, w_cross = layer(
+                x, memory, src_mask, tgt_mask,
+                cache.self_attn[i] if cache is not None else None,
+                cache.cross_attn[i] if cache is not None else None,
+            )
+            self_weights.append(w_self)
+            cross_weights.append(w_cross)
+        return self.final_norm(x), self_weights, cross_weights
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer over token ids.
+
+    Token id conventions (pad/bos/eos/unk) are those of `model.config`.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.src_embedding = TokenEmbedding(cfg.src_vocab_size, cfg.d_model, cfg.pad_id)
+        self.tgt_embedding = (self.src_embedding if cfg.share_embeddings
+                              else TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id))
+        self.positional = PositionalEncoding(cfg.d_model, cfg.max_len, learned=cfg.positional == "learned")
+        self.embedding_dropout = nn.Dropout(cfg.dropout)
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.output_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
+        self._init_weights()
+        if cfg.tie_output:
+            self.output_proj.weight = self.tgt_embedding.weight
+
+    def _init_weights(self) -> None:
+        for name, p in self.named_parameters():
+            if "embedding" in name:
+                # std d^-0.5: times the sqrt(d) scale of TokenEmbedding gives unit-size inputs
+                nn.init.normal_(p, std=self.cfg.d_model ** -0.5)
+            elif p.dim() > 1 and "positional" not in name:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith(".bias"):
+                nn.init.zeros_(p)
+        with torch.no_grad():
+            self.src_embedding.weight[self.cfg.pad_id].zero_()
+            self.tgt_embedding.weight[self.cfg.pad_id].zero_()
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
+        """
+        Args:
+            src: (B, S) source token ids, padded with pad_id.
+
+        Returns:
+            memory (B, S, d_model), src_mask (B, 1, 1, S) and the encoder self-attention
+            weights of each layer (B, H, S, S).
+        """
+        src_mask = padding_mask(src, self.cfg.pad_id)
+        x = self.embedding_dropout(self.positional(self.src_embedding(src)))
+        memory, weights = self.encoder(x, src_mask)
+        return memory, src_mask, weights
+
+    def decode(
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: DecoderCache | None = None,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Next-token logits for each target position.
+
+        Args:
+            tgt_in: (B, T) decoder input ids (bos + target prefix). With a cache, only the
+                new positions, usually T = 1; earlier positions come from the cache.
+            memory: (B, S, d_model) encoder output; src_mask: (B, 1, 1, S).
+            cache: updated in place with the keys/values of the new positions.
+
+        Returns:
+            logits (B, T, tgt_vocab_size), decoder self-attention weights per layer
+            (B, H, T, T_total) and cross-attention weights per layer (B, H, T, S).
+        """
+        offset = len(cache) if cache is not None else 0
+        # Without a cache: causal + padding mask. With one, the new positions are the last
+        # ones and decoding prefixes are never padded, so only causality among new positions
+        # matters; for the usual single step nothing is masked at all.
+        if cache is None:
+            tgt_mask = decoder_self_attention_mask(tgt_in, self.cfg.pad_id)
+        elif tgt_in.size(1) > 1:
+            tgt_mask = causal_mask(tgt_in.size(1), offset + tgt_in.size(1), tgt_in.device)
+        else:
+            tgt_mask = None
+        x = self.embedding_dropout(self.positional(self.tgt_embedding(tgt_in), offset))
+        x, self_weights, cross_weights = self.decoder(x, memory, src_mask, tgt_mask, cache)
+        return self.output_proj(x), self_weights, cross_weights
+
+    def new_cache(self) -> DecoderCache:
+        return DecoderCache(self.cfg.n_decoder_layers)
+
+    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool = False
+                ) -> tuple[Tensor, AttentionMaps | None]:
+        """Teacher-forced logits (B, T, tgt_vocab_size) and, on request, all attention maps."""
+        memory, src_mask, enc_weights = self.encode(src)
+        logits, self_weights, cross_weights = self.decode(tgt_in, memory, src_mask)
+        attention = AttentionMaps(enc_weights, self_weights, cross_weights) if return_attention else None
+        return logits, attention

@@ -1,0 +1,91 @@
+"""Our attention against PyTorch's reference implementations, and its invariants."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.attention import MultiHeadAttention, scaled_dot_product_attention
+from model.masks import causal_mask, decoder_self_attention_mask, padding_mask
+
+
+def random_padded_tokens(batch, length, pad_id=0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(4, 50, (batch, length), generator=g)
+    lengths = torch.randint(1, length + 1, (batch,), generator=g)
+    lengths[0] = length  # at least one full row
+    tokens[torch.arange(length)[None, :] >= lengths[:, None]] = pad_id
+    return tokens
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_matches_torch(causal):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 4, 6, 8), torch.randn(3, 4, 6, 8), torch.randn(3, 4, 6, 8)
+    tokens = random_padded_tokens(3, 6)
+    mask = decoder_self_attention_mask(tokens, 0) if causal else padding_mask(tokens, 0)
+    ours, weights = scaled_dot_product_attention(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    valid_rows = mask.expand(3, 4, 6, 6).any(-1)  # rows with at least one visible key
+    torch.testing.assert_close(ours[valid_rows], ref[valid_rows], rtol=1e-5, atol=1e-6)
+    assert weights.shape == (3, 4, 6, 6)
+
+
+def test_fully_masked_row_gives_zeros_not_nan():
+    q = torch.randn(1, 2, 3, 4, requires_grad=True)
+    k, v = torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+    mask = torch.zeros(1, 1, 3, 5, dtype=torch.bool)
+    mask[..., 0, :2] = True  # only the first query row sees anything
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+    assert (weights[..., 1:, :] == 0).all() and (out[..., 1:, :] == 0).all()
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all()
+
+
+def test_weights_sum_to_one_and_masked_entries_are_exactly_zero():
+    torch.manual_seed(1)
+    tokens = random_padded_tokens(4, 7, seed=1)
+    mask = decoder_self_attention_mask(tokens, 0)
+    _, weights = scaled_dot_product_attention(torch.randn(4, 2, 7, 8), torch.randn(4, 2, 7, 8),
+                                              torch.randn(4, 2, 7, 8), mask)
+    full = mask.expand_as(weights)
+    assert (weights[~full] == 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(4, 2, 7))
+    assert (weights.triu(diagonal=1) == 0).all(), "decoder self-attention must be lower-triangular"
+
+
+def test_causal_mask_offset_for_incremental_decoding():
+    assert torch.equal(causal_mask(1, 4), torch.ones(1, 4, dtype=torch.bool))
+    assert torch.equal(causal_mask(2, 4), torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool))
+
+
+def copy_into_torch_mha(ours: MultiHeadAttention, d_model: int, n_heads: int) -> nn.MultiheadAttention:
+    ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        ref.out_proj.weight.copy_(ours.out_proj.weight)
+        ref.out_proj.bias.copy_(ours.out_proj.bias)
+    return ref.eval()
+
+
+@pytest.mark.parametrize("kind", ["self", "cross", "causal_self"])
+def test_multi_head_attention_matches_torch(kind):
+    torch.manual_seed(2)
+    d_model, n_heads = 32, 4
+    ours = MultiHeadAttention(d_model, n_heads).eval()
+    ref = copy_into_torch_mha(ours, d_model, n_heads)
+    src_tokens = random_padded_tokens(3, 9, seed=2)
+    memory = torch.randn(3, 9, d_model)
+    x = memory if kind != "cross" else torch.randn(3, 5, d_model)
+    if kind == "causal_self":
+        mask = causal_mask(9, 9)
+        out, w = ours(x, x, mask)
+        ref_out, ref_w = ref(x, x, x, attn_mask=~mask, average_attn_weights=False)
+    else:
+        mask = padding_mask(src_tokens, 0)
+        out, w = ours(x, memory, mask)
+        ref_out, ref_w = ref(x, memory, memory, key_padding_mask=~padding_mask(src_tokens, 0)[:, 0, 0],
+                             average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(w, ref_w, rtol=1e-5, atol=1e-6)

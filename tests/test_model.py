@@ -1,0 +1,133 @@
+"""Invariants of the whole Transformer: causality, padding, cached decoding, gradients."""
+import dataclasses
+
+import pytest
+import torch
+
+from model import BOS_ID, PAD_ID, Transformer
+
+
+def make_model(cfg, seed=0):
+    torch.manual_seed(seed)
+    return Transformer(cfg).eval()
+
+
+def test_decoder_is_causal(tiny_config):
+    model = make_model(tiny_config)
+    src = torch.randint(4, 50, (2, 8))
+    tgt = torch.randint(4, 50, (2, 10))
+    logits, _ = model(src, tgt)
+    for t in range(10):
+        changed = tgt.clone()
+        changed[:, t + 1:] = torch.randint(4, 50, changed[:, t + 1:].shape)
+        changed_logits, _ = model(src, changed)
+        torch.testing.assert_close(changed_logits[:, : t + 1], logits[:, : t + 1], rtol=0, atol=1e-5)
+        if t < 9:
+            assert not torch.allclose(changed_logits[:, t + 1:], logits[:, t + 1:])
+
+
+def test_source_padding_does_not_change_outputs(tiny_config):
+    model = make_model(tiny_config)
+    src = torch.randint(4, 50, (1, 6))
+    tgt = torch.randint(4, 50, (1, 5))
+    logits, _ = model(src, tgt)
+    padded = torch.cat([src, torch.full((1, 4), PAD_ID)], dim=1)
+    padded_logits, attn = model(padded, tgt, return_attention=True)
+    torch.testing.assert_close(padded_logits, logits, rtol=0, atol=1e-5)
+    # padding columns get exactly zero weight in every layer of both kinds that see the source
+    for w in attn.encoder_self + attn.cross:
+        assert (w[..., 6:] == 0).all()
+
+
+def test_target_padding_does_not_change_real_positions(tiny_config):
+    model = make_model(tiny_config)
+    src = torch.randint(4, 50, (1, 6))
+    tgt = torch.randint(4, 50, (1, 5))
+    logits, _ = model(src, tgt)
+    padded_logits, _ = model(src, torch.cat([tgt, torch.full((1, 3), PAD_ID)], dim=1))
+    torch.testing.assert_close(padded_logits[:, :5], logits, rtol=0, atol=1e-5)
+
+
+def test_attention_maps_are_distributions_of_the_right_shape(tiny_config):
+    model = make_model(tiny_config)
+    src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 4))
+    src[1, 5:] = PAD_ID
+    _, attn = model(src, tgt, return_attention=True)
+    assert len(attn.encoder_self) == tiny_config.n_encoder_layers
+    assert len(attn.decoder_self) == len(attn.cross) == tiny_config.n_decoder_layers
+    for w in attn.encoder_self + attn.decoder_self + attn.cross:
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    for w in attn.decoder_self:
+        assert w.shape == (2, 4, 4, 4) and (w.triu(1) == 0).all()
+    assert attn.cross[0].shape == (2, 4, 4, 7)
+    assert (attn.cross[0][1, ..., 5:] == 0).all()
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_cached_decoding_equals_full_forward(tiny_config, norm_first):
+    cfg = dataclasses.replace(tiny_config, norm_first=norm_first)
+    model = make_model(cfg)
+    src = torch.randint(4, 50, (3, 9))
+    src[2, 6:] = PAD_ID
+    tgt = torch.cat([torch.full((3, 1), BOS_ID), torch.randint(4, 50, (3, 7))], dim=1)
+    full_logits, _ = model(src, tgt)
+    memory, src_mask, _ = model.encode(src)
+    cache = model.new_cache()
+    step_logits = []
+    for t in range(tgt.size(1)):
+        logits, self_w, _ = model.decode(tgt[:, t: t + 1], memory, src_mask, cache)
+        assert self_w[0].shape[-1] == t + 1  # the new position sees all cached ones
+        step_logits.append(logits)
+    torch.testing.assert_close(torch.cat(step_logits, dim=1), full_logits, rtol=1e-5, atol=1e-5)
+    # a multi-position chunk on top of a cache (the causal mask with offset) agrees too
+    cache = model.new_cache()
+    first, _, _ = model.decode(tgt[:, :3], memory, src_mask, cache)
+    rest, _, _ = model.decode(tgt[:, 3:], memory, src_mask, cache)
+    torch.testing.assert_close(torch.cat([first, rest], dim=1), full_logits, rtol=1e-5, atol=1e-5)
+
+
+def test_cache_reorder_follows_batch_rows(tiny_config):
+    model = make_model(tiny_config)
+    src, tgt = torch.randint(4, 50, (3, 5)), torch.randint(4, 50, (3, 4))
+    memory, src_mask, _ = model.encode(src)
+    cache = model.new_cache()
+    model.decode(tgt[:, :3], memory, src_mask, cache)
+    index = torch.tensor([2, 0])
+    cache.reorder(index)
+    logits, _, _ = model.decode(tgt[index, 3:], memory[index], src_mask[index], cache)
+    full, _ = model(src[index], tgt[index])
+    torch.testing.assert_close(logits[:, 0], full[:, 3], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", [
+    {}, {"share_embeddings": False, "tie_output": False, "tgt_vocab_size": 40},
+    {"positional": "learned", "norm_first": False, "activation": "gelu"},
+])
+def test_every_parameter_gets_a_gradient(tiny_config, variant):
+    cfg = dataclasses.replace(tiny_config, **variant)
+    model = make_model(cfg).train()
+    src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
+    logits, _ = model(src, tgt)
+    logits.logsumexp(-1).sum().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"{name} got no gradient"
+
+
+def test_tied_and_shared_weights_are_one_tensor(tiny_config):
+    model = make_model(tiny_config)
+    assert model.output_proj.weight is model.tgt_embedding.weight is model.src_embedding.weight
+    untied = make_model(dataclasses.replace(tiny_config, share_embeddings=False, tie_output=False))
+    assert untied.output_proj.weight is not untied.tgt_embedding.weight
+
+
+def test_config_rejects_inconsistent_shapes(tiny_config):
+    with pytest.raises(ValueError, match="divisible"):
+        dataclasses.replace(tiny_config, n_heads=5)
+    with pytest.raises(ValueError, match="joint vocabulary"):
+        dataclasses.replace(tiny_config, tgt_vocab_size=40)
+
+
+def test_too_long_input_is_a_clear_error(tiny_config):
+    model = make_model(tiny_config)
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.randint(4, 50, (1, 65)), torch.randint(4, 50, (1, 3)))

@@ -15,3 +15,27 @@ def tiny_config():
 
     return TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, d_model=32, n_heads=4,
                              n_encoder_layers=2, n_decoder_layers=2, d_ff=64, max_len=64)
+
+
+@pytest.fixture(scope="session")
+def multi30k_dir():
+    """The real Multi30k folder from $MULTI30K_DIR. Required in CI; skipped elsewhere if unset."""
+    path = os.environ.get("MULTI30K_DIR")
+    if not path:
+        if os.environ.get("CI"):
+            pytest.fail("MULTI30K_DIR must point to Multi30k in CI")
+        pytest.skip("set MULTI30K_DIR to a Multi30k folder to run the tests on real data")
+    return path
+
+
+@pytest.fixture(scope="session")
+def multi30k_cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
+def multi30k(multi30k_dir, multi30k_cache):
+    """de-en Multi30k with the default tokenizer, prepared once per test session."""
+    from data import DataConfig, prepare_data
+
+    return prepare_data(DataConfig(dir=multi30k_dir, cache_dir=multi30k_cache))

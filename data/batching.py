@@ -1,0 +1,120 @@
+"""Length-bucketed batches bounded by a token budget, and padding them into tensors."""
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+from torch import Tensor
+from torch.utils.data import Sampler
+
+from data.errors import UserError
+from model.config import BOS_ID, EOS_ID, PAD_ID
+
+
+class TokenBucketSampler(Sampler[list[int]]):
+    """Batches of sentences of similar length, each within a padded-token budget.
+
+    A batch's size is counted as its padded tensors see it: n_sentences times the longest
+    sentence, on whichever side (source, or target with bos/eos) is larger; no batch exceeds
+    `max_tokens`. Sentences are sorted by length (random tie-breaks, drawn per epoch), packed
+    greedily, and the batches shuffled per epoch from `seed`, so the same seed and epoch
+    always give the same batches in the same order.
+
+    Distributed: the batch list is made divisible by `world_size` (by halving the largest
+    batches) and rank r takes every world_size-th batch from r, so ranks are disjoint, cover
+    the data and run the same number of steps.
+
+    Resuming: `set_epoch(epoch, start=k)` skips the first k batches of that epoch.
+    """
+
+    def __init__(self, src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int,
+                 shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
+        if len(src_lengths) != len(tgt_lengths):
+            raise ValueError("src_lengths and tgt_lengths differ in length")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} outside world size {world_size}")
+        self.src_lengths = torch.as_tensor(src_lengths)
+        self.tgt_lengths = torch.as_tensor(tgt_lengths) + 1  # decoder sees bos + y, predicts y + eos
+        longest = int(torch.maximum(self.src_lengths, self.tgt_lengths).max()) if len(src_lengths) else 0
+        if longest > max_tokens:
+            raise UserError(f"max_tokens {max_tokens} is smaller than the longest sentence ({longest} tokens)")
+        self.max_tokens = max_tokens
+        self.shuffle, self.seed = shuffle, seed
+        self.rank, self.world_size = rank, world_size
+        self.epoch, self.start = 0, 0
+
+    def set_epoch(self, epoch: int, start: int = 0) -> None:
+        self.epoch, self.start = epoch, start
+
+    def _all_batches(self) -> list[list[int]]:
+        g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        n = len(self.src_lengths)
+        tie_break = torch.randperm(n, generator=g) if self.shuffle else torch.arange(n)
+        # lexicographic sort by (src length, tgt length, random): stable sorts, last key first
+        order = tie_break
+        for key in (self.tgt_lengths, self.src_lengths):
+            order = order[torch.sort(key[order], stable=True).indices]
+
+        batches, batch, longest = [], [], 0
+        for i, src_len, tgt_len in zip(order.tolist(), self.src_lengths[order].tolist(),
+                                       self.tgt_lengths[order].tolist()):
+            new_longest = max(longest, src_len, tgt_len)
+            if batch and new_longest * (len(batch) + 1) > self.max_tokens:
+                batches.append(batch)
+                batch, new_longest = [], max(src_len, tgt_len)
+            batch.append(i)
+            longest = new_longest
+        if batch:
+            batches.append(batch)
+
+        while len(batches) % self.world_size:
+            largest = max(range(len(batches)), key=lambda b: len(batches[b]))
+            if len(batches[largest]) < 2:
+                raise UserError(f"too few sentences ({n}) to give each of {self.world_size} ranks a batch")
+            half = len(batches[largest]) // 2
+            batches[largest:largest + 1] = [batches[largest][:half], batches[largest][half:]]
+
+        if self.shuffle:
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from self._all_batches()[self.rank::self.world_size][self.start:]
+
+    def __len__(self) -> int:
+        """Batches this rank yields in the current epoch (after the resume position)."""
+        return len(self._all_batches()) // self.world_size - self.start
+
+
+@dataclass
+class Batch:
+    """Padded tensors for one training step. Masks are True at real tokens."""
+
+    src: Tensor  # (B, S) source ids
+    tgt_in: Tensor  # (B, T) bos + y: decoder input
+    tgt_out: Tensor  # (B, T) y + eos: what the decoder must predict
+    src_mask: Tensor  # (B, S) bool
+    tgt_mask: Tensor  # (B, T) bool
+
+    @property
+    def n_tgt_tokens(self) -> int:
+        return int(self.tgt_mask.sum())
+
+    def to(self, device: torch.device | str) -> "Batch":
+        return Batch(*(t.to(device, non_blocking=True) for t in
+                       (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)))
+
+
+def pad(sequences: Sequence[Sequence[int]]) -> Tensor:
+    """List of id lists -> (B, longest) tensor padded with PAD_ID on the right."""
+    out = torch.full((len(sequences), max(map(len, sequences), default=0)), PAD_ID, dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        out[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+    return out
+
+
+def collate(examples: Sequence[dict]) -> Batch:
+    """Examples with `src_ids` and `tgt_ids` (no special tokens) -> a padded Batch."""
+    src = pad([ex["src_ids"] for ex in examples])
+    tgt_in = pad([[BOS_ID, *ex["tgt_ids"]] for ex in examples])
+    tgt_out = pad([[*ex["tgt_ids"], EOS_ID] for ex in examples])
+    return Batch(src, tgt_in, tgt_out, src != PAD_ID, tgt_out != PAD_ID)

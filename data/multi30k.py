@@ -1,0 +1,127 @@
+"""Multi30k task 1 (raw, untokenized) loaded into Hugging Face `datasets` objects.
+
+Two sources, one code path after loading: a local folder in the official layout
+(`{split}.{lang}.gz`, or plain `{split}.{lang}`), or, when no folder is given, the official
+files downloaded and cached through `datasets`.
+"""
+import gzip
+import logging
+import os
+import zlib
+from pathlib import Path
+
+from datasets import Dataset, DatasetDict, DownloadManager
+
+from data.errors import UserError
+
+log = logging.getLogger(__name__)
+
+LANGUAGES = ("en", "de", "fr", "cs")
+STANDARD_SPLITS = ("train", "val", "test_2016_flickr")
+# Test years the official repository also ships; used when a local folder has them.
+EXTRA_TEST_SPLITS = ("test_2017_flickr", "test_2018_flickr", "test_2017_mscoco")
+OFFICIAL_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
+ENV_VAR = "MULTI30K_DIR"
+
+
+def resolve_data_dir(configured: str | None) -> Path | None:
+    """The local folder to read: the configured one, else $MULTI30K_DIR, else None (download)."""
+    value = configured or os.environ.get(ENV_VAR)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        source = "data.dir" if configured else f"${ENV_VAR}"
+        raise UserError(f"Multi30k folder {path} (from {source}) does not exist")
+    return path
+
+
+def _split_file(folder: Path, split: str, lang: str) -> Path | None:
+    for name in (f"{split}.{lang}.gz", f"{split}.{lang}"):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def read_lines(path: Path) -> list[str]:
+    """Lines of a gzip or plain UTF-8 text file, newline characters removed."""
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    except (OSError, EOFError, zlib.error) as e:
+        raise UserError(f"{path} is not a readable gzip file ({e})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise UserError(f"{path} is not valid UTF-8 (line {line}, byte {e.start})") from None
+    return text.splitlines()
+
+
+def available_splits(folder: Path, langs: tuple[str, ...]) -> list[str]:
+    """Known splits present for all of `langs` in a local folder, in canonical order."""
+    return [s for s in STANDARD_SPLITS + EXTRA_TEST_SPLITS
+            if all(_split_file(folder, s, lang) for lang in langs)]
+
+
+def _local_files(folder: Path, splits: list[str], langs: tuple[str, ...]) -> dict[tuple[str, str], Path]:
+    files = {}
+    for split in splits:
+        for lang in langs:
+            path = _split_file(folder, split, lang)
+            if path is None:
+                present = sorted(p.name for p in folder.iterdir() if p.is_file()) or ["nothing"]
+                raise UserError(f"missing {split}.{lang}.gz in {folder}; it holds: {', '.join(present)}")
+            files[split, lang] = path
+    return files
+
+
+def _downloaded_files(splits: list[str], langs: tuple[str, ...]) -> dict[tuple[str, str], Path]:
+    urls = {f"{split}.{lang}": OFFICIAL_URL.format(split=split, lang=lang) for split in splits for lang in langs}
+    try:
+        paths = DownloadManager().download(urls)
+    except Exception as e:  # offline mode, DNS, HTTP errors all mean the same to the user
+        raise UserError(
+            f"no local Multi30k folder given and the download failed ({type(e).__name__}); "
+            f"point to a local copy with data.dir=/path/to/multi30k or {ENV_VAR}=/path/to/multi30k "
+            "(files {split}.{lang}.gz from github.com/multi30k/dataset, data/task1/raw)"
+        ) from None
+    return {(split, lang): Path(paths[f"{split}.{lang}"]) for split in splits for lang in langs}
+
+
+def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None,
+                  splits: list[str] | None = None) -> DatasetDict:
+    """Parallel Multi30k splits as a DatasetDict with string columns `src` and `tgt`.
+
+    Args:
+        src_lang, tgt_lang: two of en, de, fr, cs.
+        data_dir: local folder; None falls back to $MULTI30K_DIR, then to downloading.
+        splits: which splits; default train, val and every test split available.
+
+    Empty or whitespace-only pairs are dropped from `train` only: test and validation sets
+    keep every line so that translations stay aligned with their references.
+    """
+    for lang in (src_lang, tgt_lang):
+        if lang not in LANGUAGES:
+            raise UserError(f"unknown language {lang!r}; Multi30k has {', '.join(LANGUAGES)}")
+    if src_lang == tgt_lang:
+        raise UserError(f"source and target language are both {src_lang!r}")
+    langs = (src_lang, tgt_lang)
+    folder = resolve_data_dir(data_dir)
+    if folder is None:
+        files = _downloaded_files(splits or list(STANDARD_SPLITS), langs)
+    else:
+        files = _local_files(folder, splits or available_splits(folder, langs) or list(STANDARD_SPLITS), langs)
+
+    result = {}
+    for split in dict.fromkeys(split for split, _ in files):
+        src, tgt = read_lines(files[split, src_lang]), read_lines(files[split, tgt_lang])
+        if len(src) != len(tgt):
+            raise UserError(f"line counts differ: {files[split, src_lang]} has {len(src)} lines, "
+                            f"{files[split, tgt_lang]} has {len(tgt)}")
+        if split == "train":
+            keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
+            if len(keep) < len(src):
+                log.info("dropped %d empty or whitespace-only training pairs", len(src) - len(keep))
+            src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
+        result[split] = Dataset.from_dict({"src": src, "tgt": tgt})
+    return DatasetDict(result)

@@ -1,0 +1,66 @@
+"""From configuration to tokenized splits: load Multi30k, get a tokenizer, tokenize (cached)."""
+import hashlib
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+from datasets import DatasetDict, load_from_disk
+
+from data.multi30k import load_multi30k
+from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
+
+log = logging.getLogger(__name__)
+datasets.disable_progress_bars()  # a few fast steps; the training bar is the one that matters
+
+
+@dataclass
+class DataConfig:
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    dir: str | None = None  # local Multi30k folder; None: $MULTI30K_DIR, else download
+    cache_dir: str = ".cache/minitrans"  # tokenizers and tokenized splits
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+
+
+@dataclass
+class PreparedData:
+    tokenizer: Tokenizer
+    text: DatasetDict  # columns src, tgt (strings)
+    tokens: DatasetDict  # columns src_ids, tgt_ids (no bos/eos), row-aligned with `text`
+
+
+def _text_digest(text: DatasetDict) -> str:
+    digest = hashlib.sha256()
+    for split, ds in text.items():
+        digest.update(split.encode())
+        for column in ("src", "tgt"):
+            digest.update("\n".join(ds[column]).encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) -> DatasetDict:
+    """Token ids for every split, saved under the cache so a second run skips tokenizing."""
+    folder = Path(cache_dir) / "tokenized" / f"{_text_digest(text)}-{tokenizer.fingerprint()}"
+    if (folder / "dataset_dict.json").is_file():
+        log.info("tokenized splits loaded from cache %s", folder)
+        return load_from_disk(str(folder))
+    log.info("tokenizing %s", ", ".join(f"{split} ({len(ds)})" for split, ds in text.items()))
+    tokens = text.map(
+        lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
+        batched=True, remove_columns=["src", "tgt"], load_from_cache_file=False,
+    )
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)  # left over by an interrupted run
+    tokens.save_to_disk(str(tmp))
+    tmp.rename(folder)  # atomic: a crash mid-save leaves no half-written cache entry
+    return load_from_disk(str(folder))  # memory-mapped, the same object a cached run gets
+
+
+def prepare_data(cfg: DataConfig, splits: list[str] | None = None) -> PreparedData:
+    text = load_multi30k(cfg.src_lang, cfg.tgt_lang, cfg.dir, splits)
+    if "train" not in text:
+        raise ValueError("the tokenizer is trained on the train split; include it in `splits`")
+    tokenizer = train_tokenizer(text["train"]["src"], text["train"]["tgt"], cfg.tokenizer, Path(cfg.cache_dir))
+    return PreparedData(tokenizer, text, tokenize_splits(text, tokenizer, Path(cfg.cache_dir)))

@@ -1,0 +1,127 @@
+"""SentencePiece tokenization: trained on the training split only, cached, embeddable.
+
+The special ids are those of `model.config` (pad 0, unk 1, bos 2, eos 3): SentencePiece is
+told to put them exactly there, so ids mean the same in data, model and checkpoints.
+"""
+import hashlib
+import io
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Literal
+
+import sentencepiece as spm
+
+from data.errors import UserError
+from model.config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TokenizerConfig:
+    model_type: Literal["unigram", "bpe"] = "unigram"
+    vocab_size: int = 8000
+    joint: bool = True  # one vocabulary for both languages (needed for shared embeddings)
+    character_coverage: float = 1.0  # Multi30k's alphabets are small: keep every character
+    # Unknown characters are spelled as UTF-8 bytes instead of mapping to unk, so any input
+    # round-trips exactly (costs 256 vocabulary entries).
+    byte_fallback: bool = True
+
+
+class Tokenizer:
+    """Source and target SentencePiece models (the same one when the vocabulary is joint)."""
+
+    def __init__(self, src_model: bytes, tgt_model: bytes) -> None:
+        self.src_model, self.tgt_model = src_model, tgt_model
+        self.src = spm.SentencePieceProcessor(model_proto=src_model)
+        self.tgt = self.src if tgt_model == src_model else spm.SentencePieceProcessor(model_proto=tgt_model)
+
+    @property
+    def joint(self) -> bool:
+        return self.src is self.tgt
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self.src.get_piece_size()
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.tgt.get_piece_size()
+
+    def encode_src(self, sentences: Iterable[str]) -> list[list[int]]:
+        return self.src.encode(list(sentences))
+
+    def encode_tgt(self, sentences: Iterable[str]) -> list[list[int]]:
+        return self.tgt.encode(list(sentences))
+
+    def decode_tgt(self, ids: list[list[int]]) -> list[str]:
+        return self.tgt.decode(ids)
+
+    def src_pieces(self, ids: list[int]) -> list[str]:
+        return [self.src.id_to_piece(i) for i in ids]
+
+    def tgt_pieces(self, ids: list[int]) -> list[str]:
+        return [self.tgt.id_to_piece(i) for i in ids]
+
+    def save(self, folder: Path) -> None:
+        """Write the model file(s) next to a run, for inspection with the spm tools."""
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.joint:
+            (folder / "spm_joint.model").write_bytes(self.src_model)
+        else:
+            (folder / "spm_src.model").write_bytes(self.src_model)
+            (folder / "spm_tgt.model").write_bytes(self.tgt_model)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.src_model + b"\0" + self.tgt_model).hexdigest()[:16]
+
+
+def _train_model(sentences: list[str], cfg: TokenizerConfig) -> bytes:
+    stream = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_writer=stream,
+            model_type=cfg.model_type, vocab_size=cfg.vocab_size,
+            character_coverage=cfg.character_coverage, byte_fallback=cfg.byte_fallback,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            num_threads=os.cpu_count() or 1, minloglevel=2,
+        )
+    except RuntimeError as e:  # e.g. vocab_size larger than the data supports
+        raise UserError(f"SentencePiece training failed: {str(e).strip().splitlines()[-1]}") from None
+    return stream.getvalue()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def train_tokenizer(src_sentences: Iterable[str], tgt_sentences: Iterable[str], cfg: TokenizerConfig,
+                    cache_dir: Path) -> Tokenizer:
+    """Train (or load from the cache) the tokenizer for the given training sentences.
+
+    The cache key covers the settings and every training sentence, so changed data or
+    settings train a new model, and the same ones reuse the cached file.
+    """
+    src_sentences, tgt_sentences = list(src_sentences), list(tgt_sentences)
+    digest = hashlib.sha256(json.dumps(asdict(cfg), sort_keys=True).encode())
+    for side in (src_sentences, tgt_sentences):
+        digest.update("\n".join(side).encode() + b"\0")
+    folder = Path(cache_dir) / "tokenizers" / digest.hexdigest()[:16]
+    names = ["joint"] if cfg.joint else ["src", "tgt"]
+    paths = [folder / f"{name}.model" for name in names]
+    if all(p.is_file() for p in paths):
+        log.info("tokenizer loaded from cache %s", folder)
+    else:
+        log.info("training SentencePiece %s, vocabulary %d, %s", cfg.model_type, cfg.vocab_size,
+                 "joint" if cfg.joint else "separate")
+        corpora = [src_sentences + tgt_sentences] if cfg.joint else [src_sentences, tgt_sentences]
+        for path, corpus in zip(paths, corpora):
+            _atomic_write(path, _train_model(corpus, cfg))
+    models = [p.read_bytes() for p in paths]
+    return Tokenizer(models[0], models[-1])

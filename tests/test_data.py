@@ -1,0 +1,216 @@
+"""Multi30k loading and its errors, the tokenizer and its caches, batching."""
+import gzip
+import logging
+import re
+import unicodedata
+
+import pytest
+import torch
+
+from data import DataConfig, TokenBucketSampler, TokenizerConfig, UserError, collate, load_multi30k, prepare_data
+from data.tokenizer import train_tokenizer
+from model import BOS_ID, EOS_ID, PAD_ID
+
+
+def test_real_multi30k_sizes_and_first_pairs(multi30k):
+    text = multi30k.text
+    assert {s: len(text[s]) for s in ("train", "val", "test_2016_flickr")} == {
+        "train": 29000, "val": 1014, "test_2016_flickr": 1000}
+    assert text["train"][0] == {"src": "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
+                                "tgt": "Two young, White males are outside near many bushes."}
+    assert text["test_2016_flickr"][0] == {"src": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
+                                           "tgt": "A man in an orange hat starring at something."}
+    assert [len(multi30k.tokens[s]) for s in text] == [len(text[s]) for s in text]
+
+
+def test_other_direction_by_config(multi30k_dir):
+    text = load_multi30k("en", "fr", multi30k_dir, splits=["val"])
+    assert text["val"][0]["src"].startswith("A group of men")
+    assert text["val"][0]["tgt"].startswith("Un groupe d'hommes")
+
+
+def nmt_nfkc(s: str) -> str:
+    """What SentencePiece's default normalizer does: NFKC, whitespace runs collapsed, stripped."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", s)).strip()
+
+
+def test_round_trip_on_test_sentences(multi30k):
+    tok = multi30k.tokenizer
+    test = multi30k.text["test_2016_flickr"]
+    src, tgt = list(test["src"]), list(test["tgt"])
+    assert tok.src.decode(tok.encode_src(src)) == [nmt_nfkc(s) for s in src]
+    assert tok.decode_tgt(tok.encode_tgt(tgt)) == [nmt_nfkc(s) for s in tgt]
+    # byte fallback: characters never seen in training still survive
+    assert tok.decode_tgt(tok.encode_tgt(["Ωμέγα 漢字 ✓"])) == ["Ωμέγα 漢字 ✓"]
+
+
+def test_special_ids_are_fixed(multi30k):
+    sp = multi30k.tokenizer.src
+    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, 1, BOS_ID, EOS_ID)
+    assert multi30k.tokenizer.joint and multi30k.tokenizer.src_vocab_size == 8000
+
+
+def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
+    words_de = "ein kleiner hund eine katze spielt im garten mit zwei kindern und einem ball".split()
+    words_en = "a small dog a cat plays in the garden with two children and one ball".split()
+    train_src = [" ".join(words_de[i:] + words_de[:i]) for i in range(len(words_de))] * 10
+    train_tgt = [" ".join(words_en[i:] + words_en[:i]) for i in range(len(words_en))] * 10
+    cfg = TokenizerConfig(vocab_size=300, model_type="bpe")
+    with caplog.at_level(logging.INFO, logger="data.tokenizer"):
+        first = train_tokenizer(train_src, train_tgt, cfg, tmp_path)
+        second = train_tokenizer(train_src, train_tgt, cfg, tmp_path)
+        separate = train_tokenizer(train_src, train_tgt,
+                                   TokenizerConfig(vocab_size=30, joint=False, byte_fallback=False), tmp_path)
+    assert first.fingerprint() == second.fingerprint()
+    assert sum("training SentencePiece" in r.message for r in caplog.records) == 2
+    assert any("loaded from cache" in r.message for r in caplog.records)
+    assert not separate.joint and separate.src_model != separate.tgt_model
+    with pytest.raises(UserError, match="SentencePiece training failed: .*Vocabulary size too high"):
+        train_tokenizer(train_src, train_tgt, TokenizerConfig(vocab_size=5000), tmp_path)
+
+
+def test_tokenized_splits_are_cached(multi30k_dir, multi30k, multi30k_cache, caplog):
+    with caplog.at_level(logging.INFO, logger="data"):
+        again = prepare_data(DataConfig(dir=multi30k_dir, cache_dir=multi30k_cache))
+    assert any("tokenized splits loaded from cache" in r.message for r in caplog.records)
+    assert not any("training SentencePiece" in r.message for r in caplog.records)
+    assert again.tokens["val"][:5] == multi30k.tokens["val"][:5]
+
+
+# --- batching ---------------------------------------------------------------------------
+
+def lengths(multi30k):
+    train = multi30k.tokens["train"]
+    return [len(x) for x in train["src_ids"]], [len(x) for x in train["tgt_ids"]]
+
+
+def test_sampler_covers_each_example_once_within_budget(multi30k):
+    src_len, tgt_len = lengths(multi30k)
+    sampler = TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=3)
+    batches = list(sampler)
+    assert sorted(i for b in batches for i in b) == list(range(29000))
+    for b in batches:
+        assert len(b) * max(max(src_len[i], tgt_len[i] + 1) for i in b) <= 4096
+
+
+def test_sampler_order_depends_on_epoch_and_seed_only(multi30k):
+    src_len, tgt_len = lengths(multi30k)
+    sampler = TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=3)
+    epoch0 = list(sampler)
+    sampler.set_epoch(1)
+    epoch1 = list(sampler)
+    assert epoch0 != epoch1
+    same_seed = TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=3)
+    assert list(same_seed) == epoch0
+    assert list(TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=4)) != epoch0
+    sampler.set_epoch(1, start=10)  # resume inside an epoch
+    assert list(sampler) == epoch1[10:] and len(sampler) == len(epoch1) - 10
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_sampler_ranks_are_disjoint_covering_and_equal(multi30k, world_size):
+    src_len, tgt_len = lengths(multi30k)
+    shards = [list(TokenBucketSampler(src_len, tgt_len, 4096, seed=0, rank=r, world_size=world_size))
+              for r in range(world_size)]
+    assert len({len(s) for s in shards}) == 1, "every rank must run the same number of steps"
+    seen = [i for shard in shards for b in shard for i in b]
+    assert len(seen) == len(set(seen)) == 29000
+
+
+def test_padding_efficiency_on_train(multi30k):
+    src_len, tgt_len = lengths(multi30k)
+    real = padded = 0
+    for b in TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=0):
+        real += sum(src_len[i] + tgt_len[i] + 1 for i in b)
+        padded += len(b) * (max(src_len[i] for i in b) + max(tgt_len[i] for i in b) + 1)
+    assert real / padded >= 0.90
+
+
+def test_sampler_rejects_budget_below_longest_sentence():
+    with pytest.raises(UserError, match="smaller than the longest sentence"):
+        TokenBucketSampler([3, 50], [4, 5], max_tokens=20)
+
+
+def test_collate_builds_decoder_input_and_target():
+    batch = collate([{"src_ids": [5, 6, 7], "tgt_ids": [8, 9]}, {"src_ids": [5], "tgt_ids": [8, 9, 10]}])
+    assert batch.src.tolist() == [[5, 6, 7], [5, PAD_ID, PAD_ID]]
+    assert batch.tgt_in.tolist() == [[BOS_ID, 8, 9, PAD_ID], [BOS_ID, 8, 9, 10]]
+    assert batch.tgt_out.tolist() == [[8, 9, EOS_ID, PAD_ID], [8, 9, 10, EOS_ID]]
+    assert batch.src_mask.tolist() == [[True] * 3, [True, False, False]]
+    assert batch.n_tgt_tokens == 7
+    assert batch.to("cpu").tgt_mask.dtype == torch.bool
+
+
+# --- errors -----------------------------------------------------------------------------
+
+def write(folder, name, lines, raw: bytes | None = None):
+    data = raw if raw is not None else ("\n".join(lines) + "\n").encode()
+    (folder / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+
+
+def make_folder(tmp_path, n=3):
+    for split in ("train", "val", "test_2016_flickr"):
+        write(tmp_path, f"{split}.de.gz", [f"satz {i}" for i in range(n)])
+        write(tmp_path, f"{split}.en.gz", [f"sentence {i}" for i in range(n)])
+    return tmp_path
+
+
+def test_plain_text_files_are_accepted(tmp_path):
+    make_folder(tmp_path)
+    (tmp_path / "val.en.gz").unlink()
+    write(tmp_path, "val.en", ["plain 0", "plain 1", "plain 2"])
+    assert load_multi30k("de", "en", str(tmp_path))["val"][1]["tgt"] == "plain 1"
+
+
+def test_empty_pairs_dropped_from_train_but_kept_in_test(tmp_path, caplog):
+    make_folder(tmp_path)
+    for split in ("train", "test_2016_flickr"):
+        write(tmp_path, f"{split}.de.gz", ["eins", "  ", "drei"])
+        write(tmp_path, f"{split}.en.gz", ["one", "two", ""])
+    with caplog.at_level(logging.INFO, logger="data.multi30k"):
+        text = load_multi30k("de", "en", str(tmp_path))
+    assert list(text["train"]["tgt"]) == ["one"]
+    assert list(text["test_2016_flickr"]["tgt"]) == ["one", "two", ""]
+    assert "dropped 2 empty or whitespace-only training pairs" in caplog.text
+
+
+def test_missing_file_lists_what_exists(tmp_path):
+    make_folder(tmp_path)
+    (tmp_path / "val.en.gz").unlink()
+    with pytest.raises(UserError, match=r"missing val\.en\.gz in .*; it holds: test_2016_flickr\.de\.gz, "):
+        load_multi30k("de", "en", str(tmp_path), splits=["train", "val"])
+
+
+def test_line_count_mismatch_names_both_files(tmp_path):
+    make_folder(tmp_path)
+    write(tmp_path, "val.en.gz", ["only one"])
+    with pytest.raises(UserError, match=r"val\.de\.gz has 3 lines, .*val\.en\.gz has 1$"):
+        load_multi30k("de", "en", str(tmp_path))
+
+
+def test_unreadable_gzip(tmp_path):
+    make_folder(tmp_path)
+    (tmp_path / "val.de.gz").write_bytes(b"this is not gzip")
+    with pytest.raises(UserError, match=r"val\.de\.gz is not a readable gzip file"):
+        load_multi30k("de", "en", str(tmp_path))
+
+
+def test_non_utf8_bytes(tmp_path):
+    make_folder(tmp_path)
+    write(tmp_path, "val.de.gz", [], raw=b"gut\nkaputt \xff\xfe\n")
+    with pytest.raises(UserError, match=r"val\.de\.gz is not valid UTF-8 \(line 2, byte 11\)"):
+        load_multi30k("de", "en", str(tmp_path))
+
+
+def test_missing_folder_and_bad_language(tmp_path):
+    with pytest.raises(UserError, match=r"Multi30k folder .*nowhere \(from data\.dir\) does not exist"):
+        load_multi30k("de", "en", str(tmp_path / "nowhere"))
+    with pytest.raises(UserError, match="unknown language 'xx'"):
+        load_multi30k("xx", "en", str(tmp_path))
+
+
+def test_no_folder_and_no_network_says_how_to_point_at_a_copy(monkeypatch):
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
+    monkeypatch.setattr("datasets.config.HF_DATASETS_OFFLINE", True)
+    with pytest.raises(UserError, match=r"download failed.*data\.dir=/path/to/multi30k or MULTI30K_DIR="):
+        load_multi30k("de", "en", None, splits=["val"])

@@ -22,6 +22,10 @@ class DataConfig:
     dir: str | None = None  # local Multi30k folder; None: $MULTI30K_DIR, else download
     cache_dir: str = ".cache/minitrans"  # tokenizers and tokenized splits
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    # First N pairs only (quick runs, CI); None keeps everything. The tokenizer is trained on
+    # the training subset, so a small run also trains a small tokenizer quickly.
+    max_train_examples: int | None = None
+    max_eval_examples: int | None = None  # per validation/test split
 
 
 @dataclass
@@ -60,6 +64,10 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
 
 def prepare_data(cfg: DataConfig, splits: list[str] | None = None) -> PreparedData:
     text = load_multi30k(cfg.src_lang, cfg.tgt_lang, cfg.dir, splits)
+    for split, ds in text.items():
+        limit = cfg.max_train_examples if split == "train" else cfg.max_eval_examples
+        if limit is not None and limit < len(ds):
+            text[split] = ds.select(range(limit))
     if "train" not in text:
         raise ValueError("the tokenizer is trained on the train split; include it in `splits`")
     tokenizer = train_tokenizer(text["train"]["src"], text["train"]["tgt"], cfg.tokenizer, Path(cfg.cache_dir))

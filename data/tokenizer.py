@@ -10,7 +10,7 @@ import logging
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Iterable
 
 import sentencepiece as spm
 
@@ -22,13 +22,17 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TokenizerConfig:
-    model_type: Literal["unigram", "bpe"] = "unigram"
+    model_type: str = "unigram"  # or "bpe"
     vocab_size: int = 8000
     joint: bool = True  # one vocabulary for both languages (needed for shared embeddings)
     character_coverage: float = 1.0  # Multi30k's alphabets are small: keep every character
     # Unknown characters are spelled as UTF-8 bytes instead of mapping to unk, so any input
     # round-trips exactly (costs 256 vocabulary entries).
     byte_fallback: bool = True
+
+    def __post_init__(self) -> None:
+        if self.model_type not in ("unigram", "bpe"):
+            raise ValueError(f"tokenizer model_type must be 'unigram' or 'bpe', not {self.model_type!r}")
 
 
 class Tokenizer:

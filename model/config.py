@@ -1,6 +1,5 @@
 """Model configuration and the vocabulary conventions every other part relies on."""
 from dataclasses import asdict, dataclass
-from typing import Literal
 
 # Special token ids, fixed here once: the tokenizer is trained to put them exactly there,
 # so a token id means the same thing in data/, the model, search and checkpoints.
@@ -27,9 +26,9 @@ class TransformerConfig:
     d_ff: int = 1024
     dropout: float = 0.1  # residual and embedding dropout
     attention_dropout: float = 0.1  # dropout on the attention weights
-    activation: Literal["relu", "gelu"] = "relu"
+    activation: str = "relu"  # "relu" or "gelu"
     norm_first: bool = True  # pre-norm trains stably without a long warmup
-    positional: Literal["sinusoidal", "learned"] = "sinusoidal"
+    positional: str = "sinusoidal"  # or "learned"
     max_len: int = 256  # longest sequence (in pieces, bos/eos included) the model accepts
     share_embeddings: bool = True  # one embedding for source and target (joint vocabulary)
     tie_output: bool = True  # output projection reuses the target embedding matrix

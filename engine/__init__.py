@@ -1,0 +1,1 @@
+"""minitrans engine: what training and translation share (config, checkpoints, decoding)."""

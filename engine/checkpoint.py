@@ -1,0 +1,112 @@
+"""Self-contained checkpoints: weights, model config, tokenizer and (optionally) train state.
+
+A checkpoint alone is enough to translate: `load_for_inference` rebuilds the model and
+tokenizer from it. Files are written atomically and read with `weights_only=True`, which
+unpickles tensors and plain containers only, never arbitrary objects.
+"""
+import os
+import pickle
+import zipfile
+from pathlib import Path
+
+import torch
+
+from data import Tokenizer, UserError
+from model import Transformer, TransformerConfig
+
+FORMAT = "minitrans"
+VERSION = 1
+
+
+def atomic_save(obj: dict, path: Path) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over `path`.
+
+    A crash or exception at any point leaves either the old file or the new one, never a
+    truncated file under the final name.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def make_checkpoint(model: Transformer, tokenizer: Tokenizer, meta: dict, train_state: dict | None = None) -> dict:
+    """The dict to save. `meta` holds what a reader may want to show (languages, step, BLEU)."""
+    checkpoint = {
+        "format": FORMAT,
+        "version": VERSION,
+        "model_config": model.cfg.to_dict(),
+        "model": model.state_dict(),
+        "tokenizer": {"src": tokenizer.src_model, "tgt": tokenizer.tgt_model},
+        "meta": meta,
+    }
+    if train_state is not None:
+        checkpoint["train_state"] = train_state
+    return checkpoint
+
+
+def resolve_checkpoint_path(path: str | Path, prefer: str = "best.pt") -> Path:
+    """A checkpoint file, or a run folder (its checkpoints/`prefer`, else the latest step)."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise UserError(f"checkpoint {path} does not exist")
+    if path.is_dir():
+        folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+        if (folder / prefer).is_file():
+            return folder / prefer
+        latest = latest_step_checkpoint(folder)
+        if latest is None:
+            raise UserError(f"no checkpoint found in {path}")
+        return latest
+    return path
+
+
+def step_checkpoints(folder: Path) -> list[Path]:
+    """Full training checkpoints `step_<N>.pt` in step order."""
+    return sorted(folder.glob("step_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+
+
+def latest_step_checkpoint(folder: Path) -> Path | None:
+    found = step_checkpoints(folder)
+    return found[-1] if found else None
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    """Read and check a checkpoint; every way it can be wrong is a one-line UserError."""
+    path = Path(path)
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except (pickle.UnpicklingError, zipfile.BadZipFile, RuntimeError, EOFError, ValueError) as e:
+        raise UserError(f"{path} is not a readable minitrans checkpoint ({type(e).__name__})") from None
+    except OSError as e:
+        raise UserError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
+        raise UserError(f"{path} is not a minitrans checkpoint")
+    if checkpoint.get("version") != VERSION:
+        raise UserError(f"{path} has checkpoint format version {checkpoint.get('version')}; "
+                        f"this minitrans reads version {VERSION}")
+    return checkpoint
+
+
+def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, Tokenizer, dict]:
+    """Model (eval mode, on `device`), tokenizer and meta from a checkpoint file or run folder."""
+    checkpoint = load_checkpoint(resolve_checkpoint_path(path), map_location="cpu")
+    model = Transformer(TransformerConfig(**checkpoint["model_config"]))
+    model.load_state_dict(checkpoint["model"])
+    tokenizer = Tokenizer(checkpoint["tokenizer"]["src"], checkpoint["tokenizer"]["tgt"])
+    return model.to(device).eval(), tokenizer, checkpoint.get("meta", {})
+
+
+def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of the model weights of several checkpoints of one run."""
+    total: dict[str, torch.Tensor] = {}
+    for path in paths:
+        for name, tensor in load_checkpoint(path)["model"].items():
+            total[name] = total.get(name, 0) + tensor.double()
+    return {name: (tensor / len(paths)).float() for name, tensor in total.items()}

@@ -1,0 +1,84 @@
+"""Typed configuration of a training run: the schema that Hydra's YAML files fill in.
+
+The dataclasses double as validation: Hydra rejects unknown keys and wrong types against
+them before anything runs, and `to_run_config` checks values that types cannot express.
+"""
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from data import DataConfig, UserError
+from model import TransformerConfig
+
+
+@dataclass
+class TrainConfig:
+    # batches and length of training
+    max_tokens: int = 4096  # padded tokens per batch (per rank)
+    grad_accum: int = 1  # batches per optimizer step
+    max_steps: int = 100_000  # optimizer steps
+    max_epochs: int = 100
+    max_minutes: float | None = None  # wall-clock budget of the whole run, resumes included
+    # optimisation
+    lr: float = 1e-3  # peak learning rate, reached at the end of warmup
+    warmup_steps: int = 4000
+    schedule: str = "inverse_sqrt"  # "inverse_sqrt" (then lr * sqrt(warmup/step)) or "constant"
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-9
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.1
+    clip_grad_norm: float | None = 1.0
+    # machine
+    precision: str = "fp32"  # "fp32" or "bf16" (autocast, on CPU and CUDA)
+    device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
+    threads: int | None = None  # torch intra-op threads; None: cores / processes
+    # evaluation and checkpoints
+    log_every: int = 50  # steps between TensorBoard scalars
+    eval_every: int = 1000  # steps between validations (and checkpoints)
+    checkpoint_every: int | None = None  # None: at every validation
+    keep_last: int = 3  # full training checkpoints kept for resuming
+    average_last: int = 0  # >1: also evaluate the average of the last K checkpoints
+    eval_beam_size: int = 1  # validation BLEU decoding (greedy is fast enough to run often)
+    test_beam_size: int = 5  # final test decoding
+    length_penalty: float = 1.0
+    n_samples: int = 3  # sample translations logged as text at each validation
+    resume: str | None = None  # checkpoint file or run folder to continue from
+
+
+@dataclass
+class RunConfig:
+    model: TransformerConfig = field(default_factory=TransformerConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    seed: int = 1234
+
+
+def register_configs() -> None:
+    """Make the schema available to conf/config.yaml as `run_schema`."""
+    ConfigStore.instance().store(name="run_schema", node=RunConfig)
+
+
+def to_run_config(cfg: DictConfig) -> RunConfig:
+    """Hydra's config as dataclasses; value errors become one-line UserErrors."""
+    try:
+        run = OmegaConf.to_object(cfg)
+    except (OmegaConfBaseException, ValueError) as e:
+        raise UserError(f"invalid config: {str(e).splitlines()[0]}") from None
+    if not isinstance(run, RunConfig):  # a config composed without the schema (plain dicts)
+        raise UserError("config does not follow the run schema (conf/config.yaml must list run_schema)")
+    t = run.train
+    checks = [
+        (t.precision in ("fp32", "bf16"), f"train.precision must be fp32 or bf16, not {t.precision!r}"),
+        (t.schedule in ("inverse_sqrt", "constant"), f"train.schedule must be inverse_sqrt or constant, not {t.schedule!r}"),
+        (t.max_tokens > 0 and t.grad_accum > 0, "train.max_tokens and train.grad_accum must be positive"),
+        (t.eval_every > 0 and t.log_every > 0, "train.eval_every and train.log_every must be positive"),
+        (t.keep_last >= 1, "train.keep_last must be at least 1"),
+        (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
+        (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise UserError(message)
+    return run

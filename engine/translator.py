@@ -1,0 +1,65 @@
+"""Sentences in, sentences out: tokenize, batch by length, search, detokenize, restore order."""
+import logging
+from typing import Sequence
+
+import torch
+
+from data import Tokenizer
+from data.batching import pad
+from model import Transformer
+from model.search import greedy_search, max_output_length
+
+log = logging.getLogger(__name__)
+
+
+class Translator:
+    """Translates batches of sentences with a trained model.
+
+    Args:
+        beam_size: 1 is greedy search.
+        max_len_ratio, max_len_extra: outputs stop after ratio * source length + extra pieces.
+        batch_size: sentences decoded together (sorted by length, so batches pad little).
+    """
+
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, beam_size: int = 5,
+                 length_penalty: float = 1.0, max_len_ratio: float = 1.5, max_len_extra: int = 10,
+                 batch_size: int = 64) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.beam_size, self.length_penalty = beam_size, length_penalty
+        self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra
+        self.batch_size = batch_size
+        self.truncated = 0  # sources cut to the model's max_len by the last call
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def _source_ids(self, sentences: Sequence[str]) -> list[list[int]]:
+        limit = self.model.cfg.max_len
+        ids = self.tokenizer.encode_src(sentences)
+        self.truncated = sum(len(x) > limit for x in ids)
+        if self.truncated:
+            log.warning("%d source sentence(s) longer than the model's %d pieces were truncated",
+                        self.truncated, limit)
+        return [x[:limit] for x in ids]
+
+    @torch.no_grad()
+    def translate_ids(self, src_ids: Sequence[list[int]]) -> list[list[int]]:
+        """Target ids (no bos/eos) for each source id list; an empty source gives []."""
+        was_training = self.model.training
+        self.model.eval()
+        results: list[list[int]] = [[] for _ in src_ids]
+        order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start: start + self.batch_size]
+            src = pad([src_ids[i] for i in chunk]).to(self.device)
+            max_len = max_output_length(self.model, src, self.max_len_ratio, self.max_len_extra)
+            for i, hyp in zip(chunk, greedy_search(self.model, src, max_len)):
+                results[i] = hyp
+        self.model.train(was_training)
+        return results
+
+    def translate(self, sentences: Sequence[str]) -> list[str]:
+        """One translation per sentence, in input order; blank input gives an empty string."""
+        hyps = self.translate_ids(self._source_ids([s.strip() for s in sentences]))
+        return self.tokenizer.decode_tgt(hyps)

@@ -1,0 +1,444 @@
+"""Train a Transformer on Multi30k.
+
+    python train.py                          # small model, de -> en, 60 minutes
+    python train.py experiment=ci            # a couple of minutes, tiny model
+    python train.py model=base train.precision=bf16 data.src_lang=fr
+
+`train(cfg, run_dir)` does the work and can be called from tests; `main` is the Hydra entry
+point that turns user errors into one-line messages.
+"""
+import dataclasses
+import json
+import logging
+import math
+import os
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from itertools import islice, takewhile
+from pathlib import Path
+from typing import Iterator
+
+import hydra
+import torch
+import torch.distributed as dist
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader
+from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
+
+from data import Batch, PreparedData, TokenBucketSampler, UserError, collate, prepare_data
+from engine.checkpoint import (atomic_save, average_checkpoints, latest_step_checkpoint, load_checkpoint,
+                               make_checkpoint, resolve_checkpoint_path, step_checkpoints)
+from engine.config import RunConfig, TrainConfig, register_configs, to_run_config
+from engine.evaluate import score_translations, validation_loss
+from engine.translator import Translator
+from model import PAD_ID, Transformer
+
+log = logging.getLogger("train")
+register_configs()
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in checkpoints so that a resumed run continues exactly."""
+
+    step: int = 0  # optimizer steps taken
+    epoch: int = 0  # epoch of the next batch
+    position: int = 0  # batches of that epoch already consumed
+    best_bleu: float = -1.0
+    elapsed: float = 0.0  # seconds spent in earlier sessions of this run
+
+
+class Distributed:
+    """Rank bookkeeping; a single process is world size 1 and every call is a no-op."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank, self.local_rank = 0, int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world_size > 1:
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+            self.rank = dist.get_rank()
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            dist.barrier()
+
+    def any(self, flag: bool) -> bool:
+        """True on every rank if `flag` is true on some rank (so that all stop together)."""
+        if self.world_size == 1:
+            return flag
+        t = torch.tensor([float(flag)])
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def close(self) -> None:
+        if self.world_size > 1:
+            dist.destroy_process_group()
+
+
+def pick_device(name: str, local_rank: int) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"train.device {name!r} is not a device (try auto, cpu, cuda)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UserError("train.device is cuda but no CUDA GPU is available")
+        if device.index is None:
+            device = torch.device("cuda", local_rank)
+    return device
+
+
+def lr_lambda(cfg: TrainConfig):
+    """Linear warmup to the peak lr, then inverse square root decay (or constant)."""
+    warmup = max(1, cfg.warmup_steps)
+
+    def factor(step: int) -> float:  # LambdaLR counts from 0
+        step += 1
+        if step < warmup or cfg.schedule == "constant":
+            return min(1.0, step / warmup)
+        return math.sqrt(warmup / step)
+
+    return factor
+
+
+def micro_batches(loader: DataLoader, sampler: TokenBucketSampler, progress: Progress, max_epochs: int
+                  ) -> Iterator[tuple[int, int, Batch]]:
+    """Batches across epochs from where `progress` stands: (epoch, position after it, batch)."""
+    epoch, position = progress.epoch, progress.position
+    while epoch < max_epochs:
+        sampler.set_epoch(epoch, start=position)
+        for batch in loader:
+            position += 1
+            yield epoch, position, batch
+        epoch, position = epoch + 1, 0
+
+
+def find_resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
+    if cfg.resume:
+        return resolve_checkpoint_path(cfg.resume, prefer="__latest__")
+    return latest_step_checkpoint(run_dir / "checkpoints")
+
+
+def flat_hparams(run: RunConfig) -> dict:
+    """Scalar settings for TensorBoard's hparams view."""
+    out = {}
+    for group in ("model", "data", "train"):
+        for key, value in dataclasses.asdict(getattr(run, group)).items():
+            if isinstance(value, (int, float, str, bool)):
+                out[f"{group}.{key}"] = value
+    out["data.vocab_size"] = run.data.tokenizer.vocab_size
+    return out
+
+
+class Trainer:
+    """Holds a run's moving parts; `fit` trains, `finish` evaluates on the test sets."""
+
+    def __init__(self, run: RunConfig, run_dir: Path, data: PreparedData, device: torch.device,
+                 ddp: Distributed) -> None:
+        self.run, self.cfg, self.run_dir = run, run.train, run_dir
+        self.data, self.device, self.ddp = data, device, ddp
+        self.ckpt_dir = run_dir / "checkpoints"
+        tok = data.tokenizer
+        try:
+            model_cfg = dataclasses.replace(run.model, src_vocab_size=tok.src_vocab_size,
+                                            tgt_vocab_size=tok.tgt_vocab_size)
+        except ValueError as e:
+            raise UserError(f"model does not fit the tokenizer: {e}") from None
+        torch.manual_seed(run.seed)
+        self.model = Transformer(model_cfg).to(device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, betas=tuple(self.cfg.betas),
+                                           eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(self.cfg))
+        self.criterion = torch.nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=self.cfg.label_smoothing,
+                                                   reduction="sum")
+        self.progress = Progress()
+        self.train_model = (DistributedDataParallel(self.model, device_ids=[device] if device.type == "cuda" else None)
+                            if ddp.world_size > 1 else self.model)
+
+        train_tokens = self._fitting(data.tokens["train"], model_cfg.max_len)
+        self.train_set = train_tokens
+        self.sampler = TokenBucketSampler([len(x) for x in train_tokens["src_ids"]],
+                                          [len(x) for x in train_tokens["tgt_ids"]], self.cfg.max_tokens,
+                                          shuffle=True, seed=run.seed, rank=ddp.rank, world_size=ddp.world_size)
+        self.loader = DataLoader(train_tokens, batch_sampler=self.sampler, collate_fn=collate)
+        val = self._fitting(data.tokens["val"], model_cfg.max_len)
+        self.val_loader = DataLoader(val, collate_fn=collate, batch_sampler=TokenBucketSampler(
+            [len(x) for x in val["src_ids"]], [len(x) for x in val["tgt_ids"]], self.cfg.max_tokens, shuffle=False))
+        self.writer = SummaryWriter(log_dir=str(run_dir)) if ddp.is_main else None
+
+    def _fitting(self, dataset, max_len: int):
+        """Pairs the model can take whole (source, and target plus bos/eos, within max_len)."""
+        keep = [i for i, (s, t) in enumerate(zip(dataset["src_ids"], dataset["tgt_ids"]))
+                if 0 < len(s) <= max_len and 0 < len(t) + 1 <= max_len]
+        if len(keep) < len(dataset):
+            log.info("skipping %d pairs longer than %d pieces (or empty)", len(dataset) - len(keep), max_len)
+        return dataset.select(keep)
+
+    def autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
+
+    # --- checkpoints ----------------------------------------------------------------------
+
+    def _meta(self) -> dict:
+        return {"src_lang": self.run.data.src_lang, "tgt_lang": self.run.data.tgt_lang,
+                "step": self.progress.step, "config": OmegaConf.to_yaml(OmegaConf.structured(self.run))}
+
+    def save(self) -> Path:
+        """Full checkpoint of the current step; keeps the newest `keep_last` of them."""
+        rng = {"torch": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                 "progress": dataclasses.asdict(self.progress), "rng": rng}
+        path = self.ckpt_dir / f"step_{self.progress.step:07d}.pt"
+        atomic_save(make_checkpoint(self.model, self.data.tokenizer, self._meta(), state), path)
+        keep = max(self.cfg.keep_last, self.cfg.average_last)
+        for old in step_checkpoints(self.ckpt_dir)[:-keep]:
+            old.unlink()
+        return path
+
+    def resume(self, path: Path) -> None:
+        checkpoint = load_checkpoint(path, map_location=self.device)
+        if "train_state" not in checkpoint:
+            raise UserError(f"{path} holds weights only (no training state) and cannot be resumed")
+        if checkpoint["model_config"] != self.model.cfg.to_dict():
+            raise UserError(f"{path} was trained with a different model config; resume with the same settings")
+        self.model.load_state_dict(checkpoint["model"])
+        state = checkpoint["train_state"]
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.progress = Progress(**state["progress"])
+        torch.set_rng_state(state["rng"]["torch"].cpu())
+        if "cuda" in state["rng"] and self.device.type == "cuda":
+            torch.cuda.set_rng_state(state["rng"]["cuda"].cpu(), self.device)
+        if self.ddp.rank > 0:  # each rank draws its own dropout masks
+            torch.manual_seed(self.run.seed + self.ddp.rank + self.progress.step)
+        log.info("resumed from %s at step %d (epoch %d)", path, self.progress.step, self.progress.epoch)
+
+    # --- evaluation -----------------------------------------------------------------------
+
+    def translator(self, beam_size: int) -> Translator:
+        return Translator(self.model, self.data.tokenizer, beam_size=beam_size,
+                          length_penalty=self.cfg.length_penalty)
+
+    def evaluate(self) -> float:
+        """Validation loss, perplexity and BLEU; logs them and keeps the best checkpoint."""
+        t0 = time.time()
+        step = self.progress.step
+        val_nll, val_ppl = validation_loss(self.model, self.val_loader, self.device, self.autocast)
+        val_text = self.data.text["val"]
+        hyps = self.translator(self.cfg.eval_beam_size).translate(list(val_text["src"]))
+        bleu = score_translations(hyps, list(val_text["tgt"])).bleu
+        self.writer.add_scalar("val/loss", val_nll, step)
+        self.writer.add_scalar("val/ppl", val_ppl, step)
+        self.writer.add_scalar("val/bleu", bleu, step)
+        rows = [f"| {s} | {r} | {h} |" for s, r, h in
+                zip(val_text["src"][: self.cfg.n_samples], val_text["tgt"][: self.cfg.n_samples], hyps)]
+        self.writer.add_text("samples", "| source | reference | translation |\n|---|---|---|\n" + "\n".join(rows), step)
+        improved = bleu > self.progress.best_bleu
+        if improved:
+            self.progress.best_bleu = bleu
+            atomic_save(make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
+                        self.ckpt_dir / "best.pt")
+        log.info("step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs", step, val_nll, val_ppl, bleu,
+                 " (best)" if improved else "", time.time() - t0)
+        return bleu
+
+    # --- training -------------------------------------------------------------------------
+
+    def fit(self, started: float) -> None:
+        cfg, progress = self.cfg, self.progress
+        budget = cfg.max_minutes * 60 if cfg.max_minutes is not None else math.inf
+        batches = micro_batches(self.loader, self.sampler, progress, cfg.max_epochs)
+        self.train_model.train()
+        bar = tqdm(total=cfg.max_steps, initial=progress.step, unit="step", dynamic_ncols=True,
+                   disable=not self.ddp.is_main, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+        log_loss = log_tokens = 0.0
+        log_time = time.time()
+        while progress.step < cfg.max_steps:
+            if self.ddp.any(progress.elapsed + time.time() - started > budget):
+                log.info("time budget of %.1f minutes reached at step %d", cfg.max_minutes, progress.step)
+                break
+            group = list(islice(batches, cfg.grad_accum))
+            if not group:
+                log.info("reached max_epochs=%d", cfg.max_epochs)
+                break
+            n_tokens = sum(batch.n_tgt_tokens for _, _, batch in group)
+            step_loss = 0.0
+            for i, (_, _, batch) in enumerate(group):
+                batch = batch.to(self.device)
+                last = i == len(group) - 1
+                with nullcontext() if last or self.ddp.world_size == 1 else self.train_model.no_sync():
+                    with self.autocast():
+                        logits, _ = self.train_model(batch.src, batch.tgt_in)
+                    # summed over tokens, divided by the step's tokens: every token counts alike
+                    loss = self.criterion(logits.float().flatten(0, 1), batch.tgt_out.flatten()) / n_tokens
+                    loss.backward()
+                step_loss += loss.item()
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_grad_norm or math.inf)
+            if not (math.isfinite(step_loss) and torch.isfinite(grad_norm)):
+                last_good = latest_step_checkpoint(self.ckpt_dir)
+                raise UserError(f"loss became {step_loss} at step {progress.step + 1}; stopped. Last good "
+                                f"checkpoint: {last_good or 'none'}. Try a lower train.lr or more warmup")
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            progress.step += 1
+            progress.epoch, progress.position = group[-1][0], group[-1][1]
+            bar.update()
+            log_loss += step_loss
+            log_tokens += n_tokens * self.ddp.world_size
+
+            if self.ddp.is_main and progress.step % cfg.log_every == 0:
+                seconds = time.time() - log_time
+                lr = self.scheduler.get_last_lr()[0]
+                tok_s = log_tokens / max(seconds, 1e-9)
+                for tag, value in (("train/loss", log_loss / cfg.log_every), ("train/lr", lr),
+                                   ("train/grad_norm", grad_norm.item()), ("train/tokens_per_sec", tok_s)):
+                    self.writer.add_scalar(tag, value, progress.step)
+                bar.set_postfix(loss=f"{log_loss / cfg.log_every:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:.0f}",
+                                epoch=progress.epoch, refresh=False)
+                log_loss = log_tokens = 0.0
+                log_time = time.time()
+
+            evaluate_now = progress.step % cfg.eval_every == 0
+            checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
+            if self.ddp.is_main and evaluate_now:
+                self.evaluate()
+                self.train_model.train()
+            if self.ddp.is_main and checkpoint_now:
+                progress.elapsed += time.time() - started
+                started = time.time()
+                self.save()
+            if evaluate_now or checkpoint_now:
+                self.ddp.barrier()
+                log_time = time.time()  # evaluation time is not training throughput
+        bar.close()
+        progress.elapsed += time.time() - started
+
+    def finish(self) -> dict:
+        """Final validation and checkpoint, optional averaging, then test BLEU with beam search."""
+        cfg = self.cfg
+        if self.progress.step % cfg.eval_every != 0 or self.progress.best_bleu < 0:
+            self.evaluate()
+        if latest_step_checkpoint(self.ckpt_dir) != self.ckpt_dir / f"step_{self.progress.step:07d}.pt":
+            self.save()
+        best_path = self.ckpt_dir / "best.pt"
+        if cfg.average_last > 1:
+            paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last:]
+            self.model.load_state_dict(average_checkpoints(paths))
+            averaged_bleu = self.evaluate()  # saves best.pt itself when the average wins
+            log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
+        self.model.load_state_dict(load_checkpoint(best_path)["model"])
+
+        batches_per_epoch = len(self.sampler) + self.sampler.start
+        results = {"steps": self.progress.step,
+                   "epochs": round(self.progress.epoch + self.progress.position / batches_per_epoch, 2),
+                   "minutes": round(self.progress.elapsed / 60, 2), "parameters": self.model.num_parameters(),
+                   "best_val_bleu": self.progress.best_bleu, "test": {}}
+        translator = self.translator(cfg.test_beam_size)
+        for split in (s for s in self.data.text if s.startswith("test")):
+            text = self.data.text[split]
+            t0 = time.time()
+            hyps = translator.translate(list(text["src"]))
+            scores = score_translations(hyps, list(text["tgt"]))
+            results["test"][split] = {**dataclasses.asdict(scores), "beam_size": cfg.test_beam_size,
+                                      "sentences_per_sec": round(len(hyps) / (time.time() - t0), 1)}
+            (self.run_dir / f"{split}.hyp.{self.run.data.tgt_lang}").write_text("\n".join(hyps) + "\n")
+            self.writer.add_scalar("test/bleu", scores.bleu, self.progress.step)
+            log.info("%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s", split, scores.bleu, scores.bleu_lowercase,
+                     scores.chrf, scores.bleu_signature)
+        first_test = next(iter(results["test"].values()), {})
+        self.writer.add_hparams(flat_hparams(self.run), {"hparam/val_bleu": self.progress.best_bleu,
+                                                        "hparam/test_bleu": first_test.get("bleu", -1.0)}, run_name=".")
+        self.writer.close()
+        (self.run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        return results
+
+
+def train(cfg: DictConfig, run_dir: Path) -> dict:
+    """Train as configured, writing everything into `run_dir`; returns the results."""
+    started = time.time()
+    run = to_run_config(cfg)
+    run_dir = Path(run_dir)
+    device = pick_device(run.train.device, int(os.environ.get("LOCAL_RANK", "0")))
+    ddp = Distributed(device)
+    try:
+        torch.set_num_threads(run.train.threads or max(1, (os.cpu_count() or 1) // ddp.world_size))
+        # rank 0 builds the caches (tokenizer, tokenized splits); the others then read them
+        if not ddp.is_main:
+            ddp.barrier()
+        data = prepare_data(run.data)
+        if ddp.is_main:
+            ddp.barrier()
+            data.tokenizer.save(run_dir)
+        trainer = Trainer(run, run_dir, data, device, ddp)
+        log.info("model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
+                 trainer.model.num_parameters() / 1e6, device, torch.get_num_threads(), ddp.world_size,
+                 len(trainer.train_set))
+        resume_from = find_resume_checkpoint(run.train, run_dir)
+        if resume_from is not None:
+            trainer.resume(resume_from)
+        with logging_redirect_tqdm():
+            trainer.fit(started)
+            checksum = sum(p.detach().double().sum().item() for p in trainer.model.parameters())
+            log.info("rank %d/%d stopped at step %d, parameter checksum %.15e", ddp.rank, ddp.world_size,
+                     trainer.progress.step, checksum)
+            results = trainer.finish() if ddp.is_main else {}
+        ddp.barrier()
+        return results
+    finally:
+        ddp.close()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        train(cfg, run_dir)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; continue with: python train.py {' '.join(sys.argv[1:])} hydra.run.dir={run_dir}",
+              file=sys.stderr)
+        sys.exit(130)
+
+
+def one_line(error: BaseException) -> str:
+    """Hydra/OmegaConf errors span lines (key, types, hints); keep the first line of each part."""
+    lines = str(error).strip().splitlines()
+    parts = [lines[0].rstrip(".")]
+    if error.__cause__ is not None and str(error.__cause__).strip():
+        parts.append(str(error.__cause__).strip().splitlines()[0])
+    if any(line.startswith("Available options") for line in lines):  # a misspelled group option
+        start = next(i for i, line in enumerate(lines) if line.startswith("Available options")) + 1
+        options = list(takewhile(lambda line: line.startswith("\t"), lines[start:]))
+        options = [option.strip() for option in options]
+        parts.append(f"available: {', '.join(options)}")
+    return "; ".join(parts)
+
+
+if __name__ == "__main__":
+    # Let Hydra raise composition errors (a misspelled key, a wrong type) instead of printing
+    # them over several lines, so that they come out as one line like every other error.
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    try:
+        main()
+    except (HydraException, OmegaConfBaseException) as e:
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        sys.exit(2)

@@ -174,9 +174,12 @@ class Trainer:
         self.sampler = TokenBucketSampler([len(x) for x in train_tokens["src_ids"]],
                                           [len(x) for x in train_tokens["tgt_ids"]], self.cfg.max_tokens,
                                           shuffle=True, seed=run.seed, rank=ddp.rank, world_size=ddp.world_size)
-        self.loader = DataLoader(train_tokens, batch_sampler=self.sampler, collate_fn=collate)
+        # Its own generator: each iter(DataLoader) draws a seed, and drawing it from the global
+        # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
+        self.loader = DataLoader(train_tokens, batch_sampler=self.sampler, collate_fn=collate,
+                                 generator=torch.Generator())
         val = self._fitting(data.tokens["val"], model_cfg.max_len)
-        self.val_loader = DataLoader(val, collate_fn=collate, batch_sampler=TokenBucketSampler(
+        self.val_loader = DataLoader(val, collate_fn=collate, generator=torch.Generator(), batch_sampler=TokenBucketSampler(
             [len(x) for x in val["src_ids"]], [len(x) for x in val["tgt_ids"]], self.cfg.max_tokens, shuffle=False))
         self.writer = SummaryWriter(log_dir=str(run_dir)) if ddp.is_main else None
 
@@ -292,8 +295,9 @@ class Trainer:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_grad_norm or math.inf)
             if not (math.isfinite(step_loss) and torch.isfinite(grad_norm)):
                 last_good = latest_step_checkpoint(self.ckpt_dir)
-                raise UserError(f"loss became {step_loss} at step {progress.step + 1}; stopped. Last good "
-                                f"checkpoint: {last_good or 'none'}. Try a lower train.lr or more warmup")
+                raise UserError(f"non-finite loss ({step_loss:.4g}) or gradient norm ({grad_norm.item():.4g}) at "
+                                f"step {progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
+                                "Try a lower train.lr or more train.warmup_steps")
             self.optimizer.step()
             self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)

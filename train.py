@@ -40,6 +40,7 @@ from engine.config import RunConfig, TrainConfig, register_configs, to_run_confi
 from engine.evaluate import score_translations, validation_loss
 from engine.translator import Translator
 from model import PAD_ID, Transformer
+from viz.attention import collect_attention, log_to_tensorboard
 
 log = logging.getLogger("train")
 register_configs()
@@ -182,6 +183,9 @@ class Trainer:
         self.val_loader = DataLoader(val, collate_fn=collate, generator=torch.Generator(), batch_sampler=TokenBucketSampler(
             [len(x) for x in val["src_ids"]], [len(x) for x in val["tgt_ids"]], self.cfg.max_tokens, shuffle=False))
         self.writer = SummaryWriter(log_dir=str(run_dir)) if ddp.is_main else None
+        n = min(self.cfg.attention_probes, len(data.text["val"]))
+        self.probes = ([(src, ref) for src, ref in zip(data.text["val"]["src"][:n], data.text["val"]["tgt"][:n])]
+                       + [(sentence, None) for sentence in self.cfg.attention_sentences])
 
     def _fitting(self, dataset, max_len: int):
         """Pairs the model can take whole (source, and target plus bos/eos, within max_len)."""
@@ -261,6 +265,19 @@ class Trainer:
                  " (best)" if improved else "", time.time() - t0)
         return bleu
 
+    def log_attention(self) -> None:
+        """Attention figures of the probe sentences (all kinds, layers and heads) to TensorBoard."""
+        if not self.probes:
+            return
+        t0 = time.time()
+        sources = [src for src, _ in self.probes]
+        references = [ref if ref is not None else "(none given)" for _, ref in self.probes]
+        translator = self.translator(beam_size=1)
+        translations = translator.translate_ids(translator.source_ids(sources))
+        maps = collect_attention(self.model, self.data.tokenizer, sources, translations, references)
+        log_to_tensorboard(self.writer, maps, self.progress.step)
+        log.info("attention maps of %d sentence(s) logged in %.1fs", len(maps), time.time() - t0)
+
     # --- training -------------------------------------------------------------------------
 
     def fit(self, started: float) -> None:
@@ -321,14 +338,18 @@ class Trainer:
 
             evaluate_now = progress.step % cfg.eval_every == 0
             checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
+            attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
+            attention_now = attention_every > 0 and progress.step % attention_every == 0
             if self.ddp.is_main and evaluate_now:
                 self.evaluate()
-                self.train_model.train()
+            if self.ddp.is_main and attention_now:
+                self.log_attention()
+            self.train_model.train()
             if self.ddp.is_main and checkpoint_now:
                 progress.elapsed += time.time() - started
                 started = time.time()
                 self.save()
-            if evaluate_now or checkpoint_now:
+            if evaluate_now or checkpoint_now or attention_now:
                 self.ddp.barrier()
                 log_time = time.time()  # evaluation time is not training throughput
         bar.close()

@@ -44,6 +44,11 @@ class TrainConfig:
     test_beam_size: int = 5  # final test decoding
     length_penalty: float = 1.0
     n_samples: int = 3  # sample translations logged as text at each validation
+    # attention maps in TensorBoard: the first N validation sentences plus any given here,
+    # fixed for the whole run so the step slider shows the same maps evolving
+    attention_probes: int = 3
+    attention_sentences: list[str] = field(default_factory=list)
+    attention_every: int | None = None  # steps; None: at every validation; 0: never
     resume: str | None = None  # checkpoint file or run folder to continue from
 
 
@@ -74,6 +79,7 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         (t.schedule in ("inverse_sqrt", "constant"), f"train.schedule must be inverse_sqrt or constant, not {t.schedule!r}"),
         (t.max_tokens > 0 and t.grad_accum > 0, "train.max_tokens and train.grad_accum must be positive"),
         (t.eval_every > 0 and t.log_every > 0, "train.eval_every and train.log_every must be positive"),
+        (t.attention_every is None or t.attention_every >= 0, "train.attention_every must be >= 0 (0 turns it off)"),
         (t.keep_last >= 1, "train.keep_last must be at least 1"),
         (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
         (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),

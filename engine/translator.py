@@ -34,7 +34,8 @@ class Translator:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def _source_ids(self, sentences: Sequence[str]) -> list[list[int]]:
+    def source_ids(self, sentences: Sequence[str]) -> list[list[int]]:
+        """Source piece ids, cut to the model's max_len (counted in `truncated`, with a warning)."""
         limit = self.model.cfg.max_len
         ids = self.tokenizer.encode_src(sentences)
         self.truncated = sum(len(x) > limit for x in ids)
@@ -61,5 +62,5 @@ class Translator:
 
     def translate(self, sentences: Sequence[str]) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string."""
-        hyps = self.translate_ids(self._source_ids([s.strip() for s in sentences]))
+        hyps = self.translate_ids(self.source_ids([s.strip() for s in sentences]))
         return self.tokenizer.decode_tgt(hyps)

@@ -39,3 +39,13 @@ def multi30k(multi30k_dir, multi30k_cache):
     from data import DataConfig, prepare_data
 
     return prepare_data(DataConfig(dir=multi30k_dir, cache_dir=multi30k_cache))
+
+
+@pytest.fixture(scope="session")
+def ci_run(multi30k_dir, tmp_path_factory):
+    """One full `experiment=ci` training run, shared by the tests that inspect its output."""
+    from helpers import run_train
+
+    run_dir = tmp_path_factory.mktemp("ci_run")
+    run_train(run_dir, "experiment=ci", "train.average_last=3")
+    return run_dir

@@ -15,30 +15,14 @@ from data import UserError
 from engine.checkpoint import atomic_save, load_checkpoint, load_for_inference
 from engine.config import register_configs, to_run_config
 
-ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf"
+from helpers import CONF, ROOT, run_train
+
 register_configs()
 
 
 def compose_config(*overrides: str):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))
-
-
-def run_train(run_dir: Path, *overrides: str, check=True, **kwargs) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(ROOT / "train.py"), f"hydra.run.dir={run_dir}", *overrides]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, **kwargs)
-    if check and result.returncode != 0:
-        raise AssertionError(f"train.py failed ({result.returncode}):\n{result.stderr[-3000:]}")
-    return result
-
-
-@pytest.fixture(scope="module")
-def ci_run(multi30k_dir, tmp_path_factory):
-    """One full `experiment=ci` training run, shared by the tests that inspect its output."""
-    run_dir = tmp_path_factory.mktemp("ci_run")
-    run_train(run_dir, "experiment=ci", "train.average_last=3")
-    return run_dir
 
 
 def scalars(run_dir: Path) -> EventAccumulator:

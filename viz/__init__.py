@@ -1,0 +1,1 @@
+"""minitrans visualisation: attention maps as figures, PNG files and terminal heatmaps."""

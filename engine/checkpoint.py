@@ -5,8 +5,6 @@ tokenizer from it. Files are written atomically and read with `weights_only=True
 unpickles tensors and plain containers only, never arbitrary objects.
 """
 import os
-import pickle
-import zipfile
 from pathlib import Path
 
 import torch
@@ -81,11 +79,15 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     """Read and check a checkpoint; every way it can be wrong is a one-line UserError."""
     path = Path(path)
     try:
-        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    except (pickle.UnpicklingError, zipfile.BadZipFile, RuntimeError, EOFError, ValueError) as e:
-        raise UserError(f"{path} is not a readable minitrans checkpoint ({type(e).__name__})") from None
+        stream = open(path, "rb")
     except OSError as e:
         raise UserError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
+    with stream:
+        try:
+            checkpoint = torch.load(stream, map_location=map_location, weights_only=True)
+        except Exception as e:  # noqa: BLE001 - the unpickler fails in many ways on arbitrary bytes
+            # truncated, corrupt, or not a torch file at all (seen: KeyError, OSError, BadZipFile)
+            raise UserError(f"{path} is not a readable minitrans checkpoint ({type(e).__name__})") from None
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise UserError(f"{path} is not a minitrans checkpoint")
     if checkpoint.get("version") != VERSION:

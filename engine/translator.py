@@ -7,7 +7,7 @@ import torch
 from data import Tokenizer
 from data.batching import pad
 from model import Transformer
-from model.search import greedy_search, max_output_length
+from model.search import Hypothesis, beam_search, greedy_search, max_output_length
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ class Translator:
         self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra
         self.batch_size = batch_size
         self.truncated = 0  # sources cut to the model's max_len by the last call
+        self.last_hypotheses: list[list[Hypothesis]] = []  # of the last call, in input order
 
     @property
     def device(self) -> torch.device:
@@ -45,22 +46,36 @@ class Translator:
         return [x[:limit] for x in ids]
 
     @torch.no_grad()
-    def translate_ids(self, src_ids: Sequence[list[int]]) -> list[list[int]]:
-        """Target ids (no bos/eos) for each source id list; an empty source gives []."""
+    def search(self, src_ids: Sequence[list[int]], n_best: int = 1) -> list[list[Hypothesis]]:
+        """The n_best hypotheses of each source id list, best first; an empty source gets none."""
         was_training = self.model.training
         self.model.eval()
-        results: list[list[int]] = [[] for _ in src_ids]
+        results: list[list[Hypothesis]] = [[] for _ in src_ids]
         order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
         for start in range(0, len(order), self.batch_size):
             chunk = order[start: start + self.batch_size]
             src = pad([src_ids[i] for i in chunk]).to(self.device)
             max_len = max_output_length(self.model, src, self.max_len_ratio, self.max_len_extra)
-            for i, hyp in zip(chunk, greedy_search(self.model, src, max_len)):
-                results[i] = hyp
+            if self.beam_size == 1:
+                found = [[h] for h in greedy_search(self.model, src, max_len)]
+            else:
+                found = beam_search(self.model, src, self.beam_size, max_len, self.length_penalty, n_best)
+            for i, hypotheses in zip(chunk, found):
+                results[i] = hypotheses
         self.model.train(was_training)
+        self.last_hypotheses = results
         return results
+
+    def translate_ids(self, src_ids: Sequence[list[int]]) -> list[list[int]]:
+        """Target ids (no bos/eos) of the best hypothesis for each source; [] for an empty one."""
+        return [hyps[0].tokens if hyps else [] for hyps in self.search(src_ids)]
 
     def translate(self, sentences: Sequence[str]) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string."""
-        hyps = self.translate_ids(self.source_ids([s.strip() for s in sentences]))
-        return self.tokenizer.decode_tgt(hyps)
+        return self.tokenizer.decode_tgt(self.translate_ids(self.source_ids([s.strip() for s in sentences])))
+
+    def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
+        """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
+        found = self.search(self.source_ids([s.strip() for s in sentences]), n_best)
+        return [list(zip(self.tokenizer.decode_tgt([h.tokens for h in hyps]), [h.score for h in hyps]))
+                if hyps else [] for hyps in found]

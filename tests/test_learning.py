@@ -42,7 +42,7 @@ def test_tiny_model_learns_to_reverse_sequences():
 
     model.eval()
     src, _, tgt_out = reversal_batch(500, torch.Generator().manual_seed(12345))  # held out
-    hyps = greedy_search(model, src, max_len=12)
+    hyps = [h.tokens for h in greedy_search(model, src, max_len=12)]
     correct = total = 0
     for hyp, ref in zip(hyps, tgt_out.tolist()):
         ref = ref[: ref.index(EOS_ID)]

@@ -183,3 +183,27 @@ def save_pngs(att: SentenceAttention, folder: Path, prefix: str) -> list[Path]:
             plt.close(fig)
             paths.append(path)
     return paths
+
+
+SHADES = " ░▒▓█"
+
+
+def terminal_heatmap(att: SentenceAttention) -> str:
+    """The last layer's cross-attention, mean of heads, as Unicode shading for a terminal.
+
+    Rows are the pieces produced, columns the source pieces (written top to bottom); the
+    darkest shade marks weights within 20% of the largest one.
+    """
+    weights = att.maps["cross"][-1].mean(0)  # (T, S)
+    vmax = float(weights.max()) or 1.0
+    rows, cols = att.tgt_out_pieces, att.src_pieces
+    label_width = max(map(len, rows))
+    lines = [f"{att.source}  ->  {att.translation}",
+             f"cross-attention, layer {len(att.maps['cross'])}, mean of {att.maps['cross'][-1].size(0)} heads"]
+    for i in range(max(map(len, cols))):  # column labels, one character per line
+        lines.append(" " * (label_width + 1) + "".join((c[i] if i < len(c) else " ") + " " for c in cols))
+    for label, row in zip(rows, weights.tolist()):
+        cells = "".join(SHADES[min(len(SHADES) - 1, int(w / vmax * len(SHADES)))] * 2 for w in row)
+        lines.append(f"{label:>{label_width}} {cells}")
+    lines.append(f"blank < 20%, ░ < 40%, ▒ < 60%, ▓ < 80%, █ >= 80% of the largest weight ({vmax:.2f})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,193 @@
+"""Search correctness, and translate.py as a user runs it."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from data.batching import pad
+from engine.checkpoint import load_checkpoint, load_for_inference
+from engine.translator import Translator
+from helpers import ROOT
+from model.search import beam_search, greedy_search
+
+SENTENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
+             "Eine Frau mit einem roten Hut sitzt auf einer Bank vor einem großen Gebäude.", "Kinder."]
+
+
+@pytest.fixture(scope="module")
+def trained(ci_run):
+    model, tokenizer, _ = load_for_inference(ci_run)
+    return model, tokenizer
+
+
+@pytest.fixture(scope="module")
+def test_sources(trained, multi30k):
+    _, tokenizer = trained
+    return tokenizer.encode_src(list(multi30k.text["test_2016_flickr"]["src"][:120]))
+
+
+def batches(src_ids, size=40):
+    for start in range(0, len(src_ids), size):
+        yield pad(src_ids[start: start + size])
+
+
+def test_greedy_equals_beam_size_one(trained, test_sources):
+    model, _ = trained
+    for src in batches(test_sources):
+        greedy = greedy_search(model, src, max_len=40)
+        beam = beam_search(model, src, beam_size=1, max_len=40)
+        assert [g.tokens for g in greedy] == [b[0].tokens for b in beam]
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_beam_never_scores_below_greedy(trained, test_sources, length_penalty):
+    model, _ = trained
+    for src in batches(test_sources):
+        greedy = greedy_search(model, src, max_len=40)
+        beam = beam_search(model, src, beam_size=4, max_len=40, length_penalty=length_penalty)
+        for g, b in zip(greedy, beam):
+            greedy_score = g.log_prob / (len(g.tokens) + 1) ** length_penalty
+            assert b[0].score >= greedy_score - 1e-5
+
+
+def test_beam_scores_are_the_models_log_probabilities(trained, test_sources):
+    """Re-score the beam's best hypotheses with one teacher-forced pass: the same log-prob."""
+    model, _ = trained
+    src = pad(test_sources[:8])
+    best = [hyps[0] for hyps in beam_search(model, src, beam_size=3, max_len=40)]
+    for row, hyp in enumerate(best):
+        tgt = torch.tensor([[2, *hyp.tokens]])
+        logits, _ = model(src[row: row + 1, : int((src[row] != 0).sum())], tgt)
+        log_probs = logits.log_softmax(-1)[0]
+        gold = torch.tensor([*hyp.tokens, 3])
+        assert log_probs.gather(1, gold[:, None]).sum().item() == pytest.approx(hyp.log_prob, abs=1e-3)
+
+
+def test_cached_decoding_gives_the_same_output_as_uncached(trained, test_sources):
+    model, _ = trained
+    src = pad(test_sources[:30])
+    assert ([h.tokens for h in greedy_search(model, src, 40)]
+            == [h.tokens for h in greedy_search(model, src, 40, use_cache=False)])
+    cached = beam_search(model, src, beam_size=3, max_len=40, n_best=3)
+    uncached = beam_search(model, src, beam_size=3, max_len=40, n_best=3, use_cache=False)
+    assert [[h.tokens for h in hyps] for hyps in cached] == [[h.tokens for h in hyps] for hyps in uncached]
+
+
+def test_order_is_restored_after_length_sorting(trained):
+    model, tokenizer = trained
+    translator = Translator(model, tokenizer, beam_size=3, batch_size=2)
+    together = translator.translate(SENTENCES)
+    one_by_one = [translator.translate([s])[0] for s in SENTENCES]
+    assert together == one_by_one
+    assert translator.translate(["", "   ", SENTENCES[0]]) == ["", "", one_by_one[0]]
+
+
+# --- the command line -------------------------------------------------------------------
+
+def translate(*args, stdin: bytes | None = None, check=True) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, str(ROOT / "translate.py"), *map(str, args)], cwd=ROOT,
+                            input=stdin, capture_output=True, timeout=300)
+    if check and result.returncode != 0:
+        raise AssertionError(result.stderr.decode())
+    return result
+
+
+def test_arguments_stdin_and_file_agree_and_keep_empty_lines(ci_run, tmp_path):
+    lines = [SENTENCES[0], "", SENTENCES[1], SENTENCES[2]]
+    by_args = translate("-c", ci_run, *lines).stdout.decode().split("\n")
+    by_stdin = translate("-c", ci_run, stdin="\n".join(lines).encode()).stdout.decode().split("\n")
+    (tmp_path / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    translate("-c", ci_run / "checkpoints" / "best.pt", "-i", tmp_path / "in.de", "-o", tmp_path / "out.en")
+    by_file = (tmp_path / "out.en").read_text(encoding="utf-8").split("\n")
+    assert by_args == by_stdin == by_file
+    assert len(by_args) == 5 and by_args[1] == "" and by_args[-1] == ""  # 4 lines, the second empty
+    assert all(by_args[i] for i in (0, 2, 3))
+
+
+def test_greedy_option_and_n_best_format(ci_run):
+    greedy = translate("-c", ci_run, "--greedy", *SENTENCES[:2]).stdout.decode().splitlines()
+    beam1 = translate("-c", ci_run, "--beam-size", "1", *SENTENCES[:2]).stdout.decode().splitlines()
+    assert greedy == beam1
+    rows = [line.split("\t") for line in translate("-c", ci_run, "-n", "3", *SENTENCES[:2]).stdout.decode().splitlines()]
+    assert [r[0] for r in rows] == ["1", "1", "1", "2", "2", "2"]
+    scores = [float(r[1]) for r in rows[:3]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_attention_files_and_terminal_heatmap(ci_run, tmp_path):
+    result = translate("-c", ci_run, "--attention", tmp_path / "maps", "--show-attention", SENTENCES[1], "", SENTENCES[3])
+    names = sorted(p.name for p in (tmp_path / "maps").iterdir())
+    expected = sorted(f"sentence{n}_{kind}_layer{layer}.png" for n in (1, 3)
+                      for kind in ("encoder_self", "decoder_self", "cross") for layer in (1, 2))
+    assert names == expected  # no figures for the empty line 2
+    assert all((tmp_path / "maps" / n).read_bytes().startswith(b"\x89PNG") for n in names)
+    heatmap = result.stderr.decode()
+    assert "cross-attention, layer 2, mean of 4 heads" in heatmap and "</s>" in heatmap and "█" in heatmap
+
+
+def corrupt_copies(ci_run, tmp_path):
+    good = ci_run / "checkpoints" / "best.pt"
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(good.read_bytes()[:5000])
+    not_checkpoint = tmp_path / "notes.txt"
+    not_checkpoint.write_text("hello")
+    other_torch = tmp_path / "tensor.pt"
+    torch.save({"weights": torch.zeros(3)}, other_torch)
+    future = tmp_path / "future.pt"
+    checkpoint = load_checkpoint(good)
+    checkpoint["version"] = 99
+    torch.save(checkpoint, future)
+    return truncated, not_checkpoint, other_torch, future
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "error: checkpoint {tmp}/nope.pt does not exist"),
+    ("truncated", "is not a readable minitrans checkpoint"),
+    ("not_checkpoint", "is not a readable minitrans checkpoint"),
+    ("other_torch", "tensor.pt is not a minitrans checkpoint"),
+    ("future", "future.pt has checkpoint format version 99; this minitrans reads version 1"),
+    ("non_utf8_stdin", "error: standard input is not valid UTF-8 (line 2)"),
+    ("non_utf8_file", "bad.de is not valid UTF-8 (line 2)"),
+    ("missing_input", "error: cannot read {tmp}/absent.de: No such file or directory"),
+    ("beam_zero", "error: argument -b/--beam-size: must be at least 1, not 0 (see --help)"),
+    ("nbest_over_beam", "error: --n-best 4 is larger than the beam size 2"),
+    ("bad_device", "error: --device 'gpu0' is not a device"),
+    ("no_checkpoint_arg", "error: the following arguments are required: -c/--checkpoint"),
+    ("args_and_file", "error: give sentences as arguments or with -i FILE, not both"),
+])
+def test_errors_are_one_line_without_traceback(ci_run, tmp_path, case, message):
+    truncated, not_checkpoint, other_torch, future = corrupt_copies(ci_run, tmp_path)
+    (tmp_path / "bad.de").write_bytes(b"gut\nkaputt \xff\n")
+    stdin = None
+    args = {
+        "missing": ["-c", tmp_path / "nope.pt", "x"],
+        "truncated": ["-c", truncated, "x"],
+        "not_checkpoint": ["-c", not_checkpoint, "x"],
+        "other_torch": ["-c", other_torch, "x"],
+        "future": ["-c", future, "x"],
+        "non_utf8_stdin": ["-c", ci_run],
+        "non_utf8_file": ["-c", ci_run, "-i", tmp_path / "bad.de"],
+        "missing_input": ["-c", ci_run, "-i", tmp_path / "absent.de"],
+        "beam_zero": ["-c", ci_run, "-b", "0", "x"],
+        "nbest_over_beam": ["-c", ci_run, "-b", "2", "-n", "4", "x"],
+        "bad_device": ["-c", ci_run, "--device", "gpu0", "x"],
+        "no_checkpoint_arg": ["x"],
+        "args_and_file": ["-c", ci_run, "-i", tmp_path / "bad.de", "x"],
+    }[case]
+    if case == "non_utf8_stdin":
+        stdin = b"gut\nkaputt \xff\n"
+    result = translate(*args, stdin=stdin, check=False)
+    stderr = result.stderr.decode()
+    assert result.returncode != 0
+    assert "Traceback" not in stderr
+    assert message.format(tmp=tmp_path) in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+
+
+def test_overlong_sentence_is_truncated_with_a_warning(ci_run):
+    long_sentence = " ".join(["Hund"] * 400)  # far over max_len 256 pieces
+    result = translate("-c", ci_run, "--greedy", long_sentence, SENTENCES[0])
+    assert result.returncode == 0
+    assert "warning: 1 sentence(s) longer than the model's 256 pieces were truncated" in result.stderr.decode()
+    assert len(result.stdout.decode().splitlines()) == 2

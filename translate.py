@@ -1,0 +1,183 @@
+"""Translate sentences with a trained minitrans checkpoint.
+
+    python translate.py -c runs/RUN "Ein Mann fährt Fahrrad." "Zwei Hunde spielen."
+    cat input.de | python translate.py -c runs/RUN/checkpoints/best.pt > output.en
+    python translate.py -c runs/RUN -i input.de -o output.en --beam-size 10
+    python translate.py -c runs/RUN --show-attention --attention figures/ "Ein Hund rennt."
+
+One output line per input line, in input order; an empty line stays empty.
+"""
+import argparse
+import logging
+import sys
+from itertools import islice
+from pathlib import Path
+from typing import BinaryIO, Iterator, TextIO
+
+import torch
+
+from data import UserError
+from engine.checkpoint import load_for_inference
+from engine.translator import Translator
+
+CHUNK = 1000  # lines translated (and written) at a time, so any input size streams through
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line on stderr instead of usage text plus error."""
+
+    def error(self, message: str) -> None:
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(
+        description="Translate sentences with a trained minitrans checkpoint. Sentences come from "
+                    "the arguments, else from -i FILE, else from standard input (one per line).")
+    parser.add_argument("sentences", nargs="*", help="sentences to translate")
+    parser.add_argument("-c", "--checkpoint", required=True,
+                        help="checkpoint file, or a run folder (uses its checkpoints/best.pt)")
+    parser.add_argument("-i", "--input", type=Path, help="read sentences from this file (UTF-8, one per line)")
+    parser.add_argument("-o", "--output", type=Path, help="write translations to this file instead of stdout")
+    search = parser.add_argument_group("search")
+    search.add_argument("-b", "--beam-size", type=positive_int, default=5, help="beam size (default 5)")
+    search.add_argument("--greedy", action="store_true", help="greedy search (the same as --beam-size 1)")
+    search.add_argument("--length-penalty", type=non_negative_float, default=1.0,
+                        help="alpha in log_prob / length**alpha: 0 favours short outputs, 1 (default) "
+                             "ranks by log-probability per token")
+    search.add_argument("--max-len-ratio", type=non_negative_float, default=1.5,
+                        help="outputs end after ratio * source pieces + --max-len-extra (default 1.5)")
+    search.add_argument("--max-len-extra", type=int, default=10, help="see --max-len-ratio (default 10)")
+    search.add_argument("-n", "--n-best", type=positive_int, default=1,
+                        help="print the N best translations of each sentence as 'LINE<TAB>SCORE<TAB>TEXT' "
+                             "(N <= beam size; LINE counts from 1)")
+    run = parser.add_argument_group("machine")
+    run.add_argument("--batch-size", type=positive_int, default=64, help="sentences decoded together (default 64)")
+    run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
+    run.add_argument("--threads", type=positive_int, help="CPU threads (default: torch's choice)")
+    show = parser.add_argument_group("attention")
+    show.add_argument("--attention", type=Path, metavar="DIR",
+                      help="write the attention figures of each sentence (encoder self, decoder self, "
+                           "cross; every layer, a panel per head) as PNG files into DIR")
+    show.add_argument("--show-attention", action="store_true",
+                      help="print the last layer's cross-attention (mean of heads) of each sentence as a "
+                           "heatmap on stderr")
+    return parser
+
+
+def read_lines(stream: BinaryIO, name: str) -> Iterator[str]:
+    """Lines without their newline, decoded one at a time so that an error names its line."""
+    for number, raw in enumerate(stream, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"{name} is not valid UTF-8 (line {number})") from None
+        yield line.rstrip("\r\n")
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"--device {name!r} is not a device (try auto, cpu, cuda)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda, but no CUDA GPU is available")
+    return device
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.sentences and args.input:
+        raise UserError("give sentences as arguments or with -i FILE, not both")
+    beam_size = 1 if args.greedy else args.beam_size
+    if args.n_best > beam_size:
+        raise UserError(f"--n-best {args.n_best} is larger than the beam size {beam_size}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    model, tokenizer, _ = load_for_inference(args.checkpoint, device)
+    translator = Translator(model, tokenizer, beam_size=beam_size, length_penalty=args.length_penalty,
+                            max_len_ratio=args.max_len_ratio, max_len_extra=args.max_len_extra,
+                            batch_size=args.batch_size)
+
+    if args.sentences:
+        lines: Iterator[str] = iter(args.sentences)
+    elif args.input:
+        try:
+            stream = open(args.input, "rb")
+        except OSError as e:
+            raise UserError(f"cannot read {args.input}: {e.strerror}") from None
+        lines = read_lines(stream, str(args.input))
+    else:
+        lines = read_lines(sys.stdin.buffer, "standard input")
+
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        first = 1
+        while chunk := list(islice(lines, CHUNK)):
+            translate_chunk(translator, chunk, first, args, out)
+            first += len(chunk)
+    finally:
+        if args.output:
+            out.close()
+
+
+def translate_chunk(translator: Translator, chunk: list[str], first: int, args: argparse.Namespace,
+                    out: TextIO) -> None:
+    """Translate and write one chunk of lines; `first` is the number of its first line."""
+    from viz.attention import collect_attention, save_pngs, terminal_heatmap
+
+    nbest = translator.translate_nbest(chunk, args.n_best)
+    for number, hypotheses in enumerate(nbest, start=first):
+        if args.n_best == 1:
+            out.write((hypotheses[0][0] if hypotheses else "") + "\n")
+        else:
+            for text, score in hypotheses or [("", 0.0)]:
+                out.write(f"{number}\t{score:.4f}\t{text}\n")
+    out.flush()
+    if translator.truncated:
+        print(f"warning: {translator.truncated} sentence(s) longer than the model's "
+              f"{translator.model.cfg.max_len} pieces were truncated", file=sys.stderr)
+    if args.attention or args.show_attention:
+        best_ids = [hyps[0].tokens if hyps else [] for hyps in translator.last_hypotheses]
+        rows = [i for i, line in enumerate(chunk) if line.strip()]
+        maps = collect_attention(translator.model, translator.tokenizer, [chunk[i] for i in rows],
+                                 [best_ids[i] for i in rows])
+        for i, att in zip(rows, maps):
+            if args.attention:
+                save_pngs(att, args.attention, f"sentence{first + i}")
+            if args.show_attention:
+                print(terminal_heatmap(att), file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.ERROR, format="%(message)s")  # the CLI prints its own warnings
+    try:
+        run(args)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `translate.py ... | head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

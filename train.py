@@ -331,8 +331,11 @@ class Trainer:
                 for tag, value in (("train/loss", log_loss / cfg.log_every), ("train/lr", lr),
                                    ("train/grad_norm", grad_norm.item()), ("train/tokens_per_sec", tok_s)):
                     self.writer.add_scalar(tag, value, progress.step)
-                bar.set_postfix(loss=f"{log_loss / cfg.log_every:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:.0f}",
-                                epoch=progress.epoch, refresh=False)
+                postfix = {"loss": f"{log_loss / cfg.log_every:.3f}", "lr": f"{lr:.2e}", "tok_s": f"{tok_s:.0f}",
+                           "epoch": progress.epoch}
+                if budget < math.inf:  # the step total is only a cap then; say what bounds the run
+                    postfix["left"] = f"{(budget - progress.elapsed - (time.time() - started)) / 60:.1f}min"
+                bar.set_postfix(postfix, refresh=False)
                 log_loss = log_tokens = 0.0
                 log_time = time.time()
 

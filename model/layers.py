@@ -2,6 +2,7 @@
 from torch import Tensor, nn
 
 from model.attention import KVCache, MultiHeadAttention
+from model.config import TransformerConfig
 
 
 class FeedForward(nn.Module):
@@ -43,13 +44,12 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float,
-                 activation: str, norm_first: bool) -> None:
+    def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
-        self.self_attn_residual = Residual(d_model, dropout, norm_first)
-        self.feed_forward_residual = Residual(d_model, dropout, norm_first)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.self_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.feed_forward_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> tuple[Tensor, Tensor]:
         """
@@ -66,15 +66,14 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float,
-                 activation: str, norm_first: bool) -> None:
+    def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
-        self.self_attn_residual = Residual(d_model, dropout, norm_first)
-        self.cross_attn_residual = Residual(d_model, dropout, norm_first)
-        self.feed_forward_residual = Residual(d_model, dropout, norm_first)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.self_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.cross_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.feed_forward_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
 
     def forward(
         self,

@@ -36,16 +36,17 @@ class DecoderCache:
             cache.reorder(index)
 
 
+def final_norm(cfg: TransformerConfig) -> nn.Module:
+    """Pre-norm leaves the residual stream unnormalised, so a stack ends in a LayerNorm;
+    post-norm layers already end in one."""
+    return nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+
+
 class Encoder(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            EncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.attention_dropout,
-                         cfg.activation, cfg.norm_first)
-            for _ in range(cfg.n_encoder_layers)
-        )
-        # Pre-norm leaves the residual stream unnormalised; post-norm already ends in a norm.
-        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        self.final_norm = final_norm(cfg)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> tuple[Tensor, list[Tensor]]:
         weights = []
@@ -58,12 +59,8 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.attention_dropout,
-                         cfg.activation, cfg.norm_first)
-            for _ in range(cfg.n_decoder_layers)
-        )
-        self.final_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        self.final_norm = final_norm(cfg)
 
     def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor | None,
                 cache: DecoderCache | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:

@@ -130,7 +130,7 @@ def micro_batches(loader: DataLoader, sampler: TokenBucketSampler, progress: Pro
 
 def find_resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
     if cfg.resume:
-        return resolve_checkpoint_path(cfg.resume, prefer="__latest__")
+        return resolve_checkpoint_path(cfg.resume, prefer=None)  # a run folder: its latest step
     return latest_step_checkpoint(run_dir / "checkpoints")
 
 

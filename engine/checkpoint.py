@@ -49,14 +49,15 @@ def make_checkpoint(model: Transformer, tokenizer: Tokenizer, meta: dict, train_
     return checkpoint
 
 
-def resolve_checkpoint_path(path: str | Path, prefer: str = "best.pt") -> Path:
-    """A checkpoint file, or a run folder (its checkpoints/`prefer`, else the latest step)."""
+def resolve_checkpoint_path(path: str | Path, prefer: str | None = "best.pt") -> Path:
+    """A checkpoint file, or a run folder: its checkpoints/`prefer`, else (or with prefer
+    None) its latest full training checkpoint."""
     path = Path(path).expanduser()
     if not path.exists():
         raise UserError(f"checkpoint {path} does not exist")
     if path.is_dir():
         folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-        if (folder / prefer).is_file():
+        if prefer is not None and (folder / prefer).is_file():
             return folder / prefer
         latest = latest_step_checkpoint(folder)
         if latest is None:

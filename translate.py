@@ -37,6 +37,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
 def non_negative_float(text: str) -> float:
     value = float(text)
     if not value >= 0:
@@ -47,7 +54,9 @@ def non_negative_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         description="Translate sentences with a trained minitrans checkpoint. Sentences come from "
-                    "the arguments, else from -i FILE, else from standard input (one per line).")
+                    "the arguments, else from -i FILE, else from standard input (one per line).",
+        epilog="A sentence longer than the model's maximum length is truncated, with a warning on "
+               "stderr. Exit status: 0 done, 1 a bad checkpoint or input, 2 a bad option.")
     parser.add_argument("sentences", nargs="*", help="sentences to translate")
     parser.add_argument("-c", "--checkpoint", required=True,
                         help="checkpoint file, or a run folder (uses its checkpoints/best.pt)")
@@ -61,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "ranks by log-probability per token")
     search.add_argument("--max-len-ratio", type=non_negative_float, default=1.5,
                         help="outputs end after ratio * source pieces + --max-len-extra (default 1.5)")
-    search.add_argument("--max-len-extra", type=int, default=10, help="see --max-len-ratio (default 10)")
+    search.add_argument("--max-len-extra", type=non_negative_int, default=10, help="see --max-len-ratio (default 10)")
     search.add_argument("-n", "--n-best", type=positive_int, default=1,
                         help="print the N best translations of each sentence as 'LINE<TAB>SCORE<TAB>TEXT' "
                              "(N <= beam size; LINE counts from 1)")

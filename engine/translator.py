@@ -19,15 +19,17 @@ class Translator:
         beam_size: 1 is greedy search.
         max_len_ratio, max_len_extra: outputs stop after ratio * source length + extra pieces.
         batch_size: sentences decoded together (sorted by length, so batches pad little).
+        use_cache: decode on the key/value cache (False only to measure or check it).
     """
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, beam_size: int = 5,
                  length_penalty: float = 1.0, max_len_ratio: float = 1.5, max_len_extra: int = 10,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, use_cache: bool = True) -> None:
         self.model, self.tokenizer = model, tokenizer
         self.beam_size, self.length_penalty = beam_size, length_penalty
         self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra
         self.batch_size = batch_size
+        self.use_cache = use_cache  # False re-runs the decoder over the prefix (benchmarks, checks)
         self.truncated = 0  # sources cut to the model's max_len by the last call
         self.last_hypotheses: list[list[Hypothesis]] = []  # of the last call, in input order
 
@@ -57,9 +59,10 @@ class Translator:
             src = pad([src_ids[i] for i in chunk]).to(self.device)
             max_len = max_output_length(self.model, src, self.max_len_ratio, self.max_len_extra)
             if self.beam_size == 1:
-                found = [[h] for h in greedy_search(self.model, src, max_len)]
+                found = [[h] for h in greedy_search(self.model, src, max_len, self.use_cache)]
             else:
-                found = beam_search(self.model, src, self.beam_size, max_len, self.length_penalty, n_best)
+                found = beam_search(self.model, src, self.beam_size, max_len, self.length_penalty, n_best,
+                                    self.use_cache)
             for i, hypotheses in zip(chunk, found):
                 results[i] = hypotheses
         self.model.train(was_training)

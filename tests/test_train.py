@@ -190,3 +190,14 @@ def test_distributed_two_processes_keep_equal_parameters(multi30k_dir, tmp_path)
     assert set(checksums) == {"0", "1"}
     assert checksums["0"] == checksums["1"]
     assert (tmp_path / "results.json").is_file()
+
+
+def test_gradient_accumulation_consumes_grad_accum_batches_per_step(multi30k_dir, tmp_path):
+    import train as train_module
+
+    cfg = compose_config("experiment=ci", "train.grad_accum=3", "train.max_steps=5", "train.eval_every=1000",
+                         "train.attention_every=0", "train.threads=1")
+    results = train_module.train(cfg, tmp_path)
+    progress = load_checkpoint(tmp_path / "checkpoints" / "step_0000005.pt")["train_state"]["progress"]
+    assert results["steps"] == 5
+    assert (progress["epoch"], progress["position"]) == (0, 15)

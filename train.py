@@ -287,6 +287,7 @@ class Trainer:
         self.train_model.train()
         bar = tqdm(total=cfg.max_steps, initial=progress.step, unit="step", dynamic_ncols=True,
                    disable=not self.ddp.is_main, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+        attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
         log_loss = log_tokens = 0.0
         log_time = time.time()
         while progress.step < cfg.max_steps:
@@ -341,13 +342,12 @@ class Trainer:
 
             evaluate_now = progress.step % cfg.eval_every == 0
             checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
-            attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
             attention_now = attention_every > 0 and progress.step % attention_every == 0
+            # both restore the training mode they found
             if self.ddp.is_main and evaluate_now:
                 self.evaluate()
             if self.ddp.is_main and attention_now:
                 self.log_attention()
-            self.train_model.train()
             if self.ddp.is_main and checkpoint_now:
                 progress.elapsed += time.time() - started
                 started = time.time()

@@ -191,3 +191,28 @@ def test_overlong_sentence_is_truncated_with_a_warning(ci_run):
     assert result.returncode == 0
     assert "warning: 1 sentence(s) longer than the model's 256 pieces were truncated" in result.stderr.decode()
     assert len(result.stdout.decode().splitlines()) == 2
+
+
+def test_evaluation_helpers_give_back_training_mode(trained, multi30k):
+    """The training loop relies on this: evaluating mid-run must not switch dropout off."""
+    from torch.utils.data import DataLoader
+
+    from data import TokenBucketSampler, collate
+    from engine.evaluate import validation_loss
+    from viz.attention import collect_attention
+
+    model, tokenizer = trained
+    model.train()
+    translator = Translator(model, tokenizer, beam_size=2)
+    translator.translate(SENTENCES[:2])
+    assert model.training
+    collect_attention(model, tokenizer, SENTENCES[:2], translator.translate_ids(translator.source_ids(SENTENCES[:2])))
+    assert model.training
+    text = multi30k.text["val"][:20]
+    val = [{"src_ids": s, "tgt_ids": t}
+           for s, t in zip(tokenizer.encode_src(text["src"]), tokenizer.encode_tgt(text["tgt"]))]
+    loader = DataLoader(val, collate_fn=collate, batch_sampler=TokenBucketSampler(
+        [len(x["src_ids"]) for x in val], [len(x["tgt_ids"]) for x in val], 4096, shuffle=False))
+    validation_loss(model, loader, torch.device("cpu"), lambda: torch.autocast("cpu", enabled=False))
+    assert model.training
+    model.eval()

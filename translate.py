@@ -149,8 +149,6 @@ def run(args: argparse.Namespace) -> None:
 def translate_chunk(translator: Translator, chunk: list[str], first: int, args: argparse.Namespace,
                     out: TextIO) -> None:
     """Translate and write one chunk of lines; `first` is the number of its first line."""
-    from viz.attention import collect_attention, save_pngs, terminal_heatmap
-
     nbest = translator.translate_nbest(chunk, args.n_best)
     for number, hypotheses in enumerate(nbest, start=first):
         if args.n_best == 1:
@@ -163,6 +161,9 @@ def translate_chunk(translator: Translator, chunk: list[str], first: int, args: 
         print(f"warning: {translator.truncated} sentence(s) longer than the model's "
               f"{translator.model.cfg.max_len} pieces were truncated", file=sys.stderr)
     if args.attention or args.show_attention:
+        # imported here: matplotlib adds start-up time that plain translation does not need
+        from viz.attention import collect_attention, save_pngs, terminal_heatmap
+
         best_ids = [hyps[0].tokens if hyps else [] for hyps in translator.last_hypotheses]
         rows = [i for i, line in enumerate(chunk) if line.strip()]
         maps = collect_attention(translator.model, translator.tokenizer, [chunk[i] for i in rows],

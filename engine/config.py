@@ -15,15 +15,17 @@ from model import TransformerConfig
 
 @dataclass
 class TrainConfig:
+    """Defaults are conf/train/default.yaml's: one hour of the small model on a 2-core CPU."""
+
     # batches and length of training
     max_tokens: int = 4096  # padded tokens per batch (per rank)
     grad_accum: int = 1  # batches per optimizer step
     max_steps: int = 100_000  # optimizer steps
     max_epochs: int = 100
-    max_minutes: float | None = None  # wall-clock budget of the whole run, resumes included
+    max_minutes: float | None = 60  # wall-clock budget of the whole run, resumes included
     # optimisation
     lr: float = 1e-3  # peak learning rate, reached at the end of warmup
-    warmup_steps: int = 4000
+    warmup_steps: int = 400
     schedule: str = "inverse_sqrt"  # "inverse_sqrt" (then lr * sqrt(warmup/step)) or "constant"
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-9
@@ -35,8 +37,8 @@ class TrainConfig:
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
     threads: int | None = None  # torch intra-op threads; None: cores / processes
     # evaluation and checkpoints
-    log_every: int = 50  # steps between TensorBoard scalars
-    eval_every: int = 1000  # steps between validations (and checkpoints)
+    log_every: int = 20  # steps between TensorBoard scalars
+    eval_every: int = 250  # steps between validations (and checkpoints)
     checkpoint_every: int | None = None  # None: at every validation
     keep_last: int = 3  # full training checkpoints kept for resuming
     average_last: int = 0  # >1: also evaluate the average of the last K checkpoints

@@ -84,8 +84,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, l
     """Batched beam search.
 
     Each sentence keeps `beam_size` open hypotheses. At every step the best 2K extensions of
-    a sentence's beams are ranked; one ending in eos among the first K is finished, and the
-    best K that do not end continue. A sentence is done once it holds K finished
+    a sentence's beams are ranked; those ending in eos are finished, and the best K that do
+    not end continue. A sentence is done once it holds K finished
     hypotheses, and leaves the batch so that it costs nothing more.
 
     The greedy hypothesis competes too (one more decoder row per sentence): plain beam
@@ -133,8 +133,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, l
         cand_token = cand_index % vocab
         ends = cand_token == EOS_ID
 
-        # finish the hypotheses that end in eos among the top K candidates
-        done_rows = []
+        # finish the candidates that end in eos
         ending = (ends & torch.isfinite(cand_scores)).nonzero().tolist()
         if ending:
             prefixes = history[:, 1:].tolist()
@@ -155,7 +154,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, l
             cache.reorder(origin)
 
         if done_rows or step == max_len:
-            live = [row for row in range(n) if row not in set(done_rows)] if step < max_len else []
+            done = set(done_rows)
+            live = [row for row in range(n) if row not in done] if step < max_len else []
             if not live:
                 break
             rows = torch.tensor([r * k + j for r in live for j in range(k)], device=device)

@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from model.dropout import Dropout
+
 
 def scaled_dot_product_attention(
     query: Tensor,
@@ -88,11 +90,12 @@ class MultiHeadAttention(nn.Module):
         assert d_model % n_heads == 0, "d_model must be divisible by n_heads"
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
-        self.q_proj = nn.Linear(d_model, d_model)  # W_Q
-        self.k_proj = nn.Linear(d_model, d_model)  # W_K
-        self.v_proj = nn.Linear(d_model, d_model)  # W_V
+        self.d_model = d_model
+        # W_Q, W_K, W_V stacked in one (3 d_model, d_model) matrix, as in nn.MultiheadAttention:
+        # self-attention then projects its input with one matmul instead of three.
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)  # W_O
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         b, t, _ = x.shape
@@ -115,14 +118,22 @@ class MultiHeadAttention(nn.Module):
         Returns:
             output (B, T_q, d_model) and per-head weights (B, H, T_q, T_k_total).
         """
-        q = self._split_heads(self.q_proj(query))  # (B, H, T_q, d_head)
-        if cache is not None and cache.static and cache.key is not None:
-            k, v = cache.key, cache.value  # encoder keys/values, projected once per sentence
-        else:
-            k = self._split_heads(self.k_proj(key_value))  # (B, H, T_k, d_head)
-            v = self._split_heads(self.v_proj(key_value))
-            if cache is not None:
-                k, v = cache.update(k, v)
+        d = self.d_model
+        if key_value is query:  # self-attention: Q, K, V = x W_Q, x W_K, x W_V in one matmul
+            q, k, v = self.in_proj(query).split(d, dim=-1)  # 3 x (B, T, d_model)
+        else:  # cross-attention: queries from one sequence, keys and values from the other
+            w_q, w_kv = self.in_proj.weight.split([d, 2 * d])
+            b_q, b_kv = self.in_proj.bias.split([d, 2 * d])
+            q = F.linear(query, w_q, b_q)
+            if cache is not None and cache.static and cache.key is not None:
+                k = v = None  # encoder keys/values, projected once per sentence and cached
+            else:
+                k, v = F.linear(key_value, w_kv, b_kv).split(d, dim=-1)  # 2 x (B, T_k, d_model)
+        q = self._split_heads(q)  # (B, H, T_q, d_head)
+        if k is not None:
+            k, v = self._split_heads(k), self._split_heads(v)  # (B, H, T_k, d_head)
+        if cache is not None:
+            k, v = (cache.key, cache.value) if k is None else cache.update(k, v)
         out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)
         b, _, t_q, _ = out.shape
         out = out.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)

@@ -3,6 +3,7 @@ from torch import Tensor, nn
 
 from model.attention import KVCache, MultiHeadAttention
 from model.config import TransformerConfig
+from model.dropout import Dropout
 
 
 class FeedForward(nn.Module):
@@ -13,7 +14,7 @@ class FeedForward(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(d_model, d_ff),
             nn.ReLU() if activation == "relu" else nn.GELU(),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(d_ff, d_model),
         )
 
@@ -31,7 +32,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:

@@ -6,6 +6,7 @@ from torch import Tensor, nn
 
 from model.attention import KVCache
 from model.config import TransformerConfig
+from model.dropout import Dropout
 from model.embedding import PositionalEncoding, TokenEmbedding
 from model.layers import DecoderLayer, EncoderLayer
 from model.masks import causal_mask, decoder_self_attention_mask, padding_mask
@@ -89,7 +90,7 @@ class Transformer(nn.Module):
         self.tgt_embedding = (self.src_embedding if cfg.share_embeddings
                               else TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id))
         self.positional = PositionalEncoding(cfg.d_model, cfg.max_len, learned=cfg.positional == "learned")
-        self.embedding_dropout = nn.Dropout(cfg.dropout)
+        self.embedding_dropout = Dropout(cfg.dropout)
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         self.output_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
@@ -103,7 +104,9 @@ class Transformer(nn.Module):
                 # std d^-0.5: times the sqrt(d) scale of TokenEmbedding gives unit-size inputs
                 nn.init.normal_(p, std=self.cfg.d_model ** -0.5)
             elif p.dim() > 1 and "positional" not in name:
-                nn.init.xavier_uniform_(p)
+                # the stacked W_Q, W_K, W_V each get the init of a separate (d, d) matrix
+                for block in p.split(self.cfg.d_model) if "in_proj" in name else [p]:
+                    nn.init.xavier_uniform_(block)
             elif name.endswith(".bias"):
                 nn.init.zeros_(p)
         with torch.no_grad():

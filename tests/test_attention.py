@@ -62,8 +62,8 @@ def test_causal_mask_offset_for_incremental_decoding():
 def copy_into_torch_mha(ours: MultiHeadAttention, d_model: int, n_heads: int) -> nn.MultiheadAttention:
     ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
     with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
-        ref.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        ref.in_proj_weight.copy_(ours.in_proj.weight)
+        ref.in_proj_bias.copy_(ours.in_proj.bias)
         ref.out_proj.weight.copy_(ours.out_proj.weight)
         ref.out_proj.bias.copy_(ours.out_proj.bias)
     return ref.eval()
@@ -89,3 +89,15 @@ def test_multi_head_attention_matches_torch(kind):
                              average_attn_weights=False)
     torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(w, ref_w, rtol=1e-5, atol=1e-6)
+
+
+def test_self_attention_one_matmul_equals_separate_projections():
+    """Self-attention projects Q, K, V with one matmul; the cross-attention path (separate
+    query and key/value inputs) must give the same result on the same input."""
+    torch.manual_seed(3)
+    ours = MultiHeadAttention(32, 4).eval()
+    x = torch.randn(2, 7, 32)
+    fused_out, fused_w = ours(x, x)
+    split_out, split_w = ours(x, x.clone())
+    torch.testing.assert_close(fused_out, split_out)
+    torch.testing.assert_close(fused_w, split_w)

@@ -54,7 +54,7 @@ def test_checkpoint_averaging_ran_and_averages_elementwise(ci_run):
     paths = step_checkpoints(ci_run / "checkpoints")[-2:]
     averaged = average_checkpoints(paths)
     first, second = (load_checkpoint(p)["model"] for p in paths)
-    name = "encoder.layers.0.self_attn.q_proj.weight"
+    name = "encoder.layers.0.self_attn.in_proj.weight"
     torch.testing.assert_close(averaged[name], (first[name] + second[name]) / 2)
 
 

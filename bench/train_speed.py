@@ -1,0 +1,231 @@
+"""Training throughput: our Transformer against torch.nn.Transformer of the same shape.
+
+    .venv/bin/python bench/train_speed.py             # after `make install`; about 8 minutes
+
+Both models get the same real Multi30k batches (from $MULTI30K_DIR, max_tokens per batch as
+in training) in the same process, with the same loss, optimizer and clipping as train.py.
+After a warm-up they alternate, `--steps` batches at a time, so that drift in the machine's
+speed hits both alike. Reports target tokens/s for fp32 and bf16 autocast, the ratio, and
+achieved GFLOP/s against matmul peaks measured in the same run.
+
+The memory allocator changes the speed of both models by up to 2x and must be chosen before
+Python starts, so each allocator found (glibc's malloc, the mimalloc wheel of
+requirements.txt, a system tcmalloc) gets its own child process of this script. Writes
+bench/results/train_speed.json with the commit it was measured on.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from data import DataConfig, TokenBucketSampler, UserError, collate, prepare_data  # noqa: E402
+from model import PAD_ID, Transformer, TransformerConfig  # noqa: E402
+from model.embedding import sinusoid_table  # noqa: E402
+from model.masks import causal_mask  # noqa: E402
+
+
+class TorchTransformer(nn.Module):
+    """The same network built on torch.nn.Transformer: embeddings scaled by sqrt(d), sinusoids,
+    pre-norm layers with final norms, dropout in the same places, tied output projection."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        nn.init.normal_(self.embedding.weight, std=cfg.d_model ** -0.5)
+        self.scale = math.sqrt(cfg.d_model)
+        self.register_buffer("table", sinusoid_table(cfg.max_len, cfg.d_model), persistent=False)
+        self.dropout = nn.Dropout(cfg.dropout)
+        with warnings.catch_warnings():  # "enable_nested_tensor is True, but norm_first ..."
+            warnings.simplefilter("ignore")
+            self.transformer = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers,
+                                              cfg.d_ff, cfg.dropout, batch_first=True, norm_first=True)
+        self.output_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
+        self.output_proj.weight = self.embedding.weight
+
+    def embed(self, ids: Tensor) -> Tensor:
+        return self.dropout(self.embedding(ids) * self.scale + self.table[: ids.size(1)])
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, None]:
+        src_pad, tgt_pad = src == PAD_ID, tgt_in == PAD_ID  # True = ignore, torch's convention
+        future = ~causal_mask(tgt_in.size(1), tgt_in.size(1), tgt_in.device).squeeze()  # (T, T), True = future
+        h = self.transformer(self.embed(src), self.embed(tgt_in), tgt_mask=future, src_key_padding_mask=src_pad,
+                             tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
+        return self.output_proj(h), None
+
+
+def step_flops(cfg: TransformerConfig, src: Tensor, tgt: Tensor) -> float:
+    """Matmul FLOPs of one training step (forward + backward = 3 x forward) on padded shapes."""
+    b, s = src.shape
+    t = tgt.size(1)
+    d, f = cfg.d_model, cfg.d_ff
+    encoder = cfg.n_encoder_layers * (2 * b * s * (4 * d * d + 2 * d * f) + 4 * b * s * s * d)
+    decoder = cfg.n_decoder_layers * (2 * b * t * (4 * d * d + 2 * d * d + 2 * d * f)  # self q,k,v,o; cross q,o; ffn
+                                      + 2 * b * s * 2 * d * d  # cross-attention keys and values of the memory
+                                      + 4 * b * t * t * d + 4 * b * t * s * d)  # scores and mixing
+    output = 2 * b * t * d * cfg.tgt_vocab_size
+    return 3.0 * (encoder + decoder + output)
+
+
+def matmul_peak(dtype: torch.dtype, m: int = 4096, k: int = 512, n: int = 2048, repeats: int = 10) -> float:
+    """Best-of GFLOP/s of one (m x k) @ (k x n) matmul."""
+    a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+    best = math.inf
+    for _ in range(repeats + 2):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * m * k * n / best / 1e9
+
+
+def make_step(model: nn.Module, bf16: bool, label_smoothing: float):
+    """One optimizer step exactly as train.py takes it (summed loss over the step's tokens)."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    criterion = nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+
+    def step(batch) -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits, _ = model(batch.src, batch.tgt_in)
+        loss = criterion(logits.float().flatten(0, 1), batch.tgt_out.flatten()) / batch.n_tgt_tokens
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def load_batches(max_tokens: int, count: int, vocab_size: int) -> list:
+    data = prepare_data(DataConfig())
+    assert data.tokenizer.src_vocab_size == vocab_size, "tokenizer vocabulary differs from the model's"
+    train = data.tokens["train"]
+    sampler = TokenBucketSampler([len(x) for x in train["src_ids"]], [len(x) for x in train["tgt_ids"]],
+                                 max_tokens, shuffle=True, seed=0)
+    return [collate([train[i] for i in indices]) for indices, _ in zip(sampler, range(count))]
+
+
+def allocators() -> dict[str, str]:
+    """Allocator name -> library to preload ("" for glibc's malloc); only those present."""
+    found = {"glibc": ""}
+    mimalloc = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "lib" / "libmimalloc.so"
+    tcmalloc = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
+    for name, path in (("mimalloc", mimalloc), ("tcmalloc", tcmalloc)):
+        if path.is_file():
+            found[name] = str(path)
+    return found
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """Both models, each precision, under the allocator this process was started with."""
+    torch.set_num_threads(args.threads)
+    import yaml  # a dependency of Hydra; the shape files are plain YAML
+    shape = yaml.safe_load((ROOT / "conf" / "model" / f"{args.model}.yaml").read_text())
+    cfg = TransformerConfig(**shape)
+    batches = load_batches(args.max_tokens, args.steps, cfg.src_vocab_size)
+    flops = sum(step_flops(cfg, b.src, b.tgt_in) for b in batches)
+    tokens = sum(b.n_tgt_tokens for b in batches)
+    peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+    print(f"[{args.allocator}] {args.model}: {len(batches)} batches, {tokens} target tokens, "
+          f"{flops / len(batches) / 1e9:.0f} GFLOP a step | matmul peak fp32 {peaks['fp32']:.0f}, "
+          f"bf16 {peaks['bf16']:.0f} GFLOP/s", flush=True)
+    rows = {}
+    for precision in args.precisions.split(","):
+        torch.manual_seed(0)
+        models = {"minitrans": Transformer(cfg), "nn.Transformer": TorchTransformer(cfg)}
+        steps = {name: make_step(model.train(), precision == "bf16", 0.1) for name, model in models.items()}
+        seconds = dict.fromkeys(models, 0.0)
+        for name in models:
+            for batch in batches[: args.warmup]:
+                steps[name](batch)
+        for _ in range(args.rounds):
+            for name in models:
+                start = time.perf_counter()
+                for batch in batches:
+                    steps[name](batch)
+                seconds[name] += time.perf_counter() - start
+        for name in models:
+            gflop_s = args.rounds * flops / seconds[name] / 1e9
+            rows[f"{name} {precision}"] = row = {
+                "tokens_per_sec": round(args.rounds * tokens / seconds[name]), "gflop_per_sec": round(gflop_s, 1),
+                "of_matmul_peak": round(gflop_s / peaks[precision], 3), "seconds": round(seconds[name], 2)}
+            print(f"[{args.allocator}] {name + ' ' + precision:<20} {row['tokens_per_sec']:>6} tok/s "
+                  f"{gflop_s:>6.1f} GFLOP/s ({100 * row['of_matmul_peak']:.0f}% of peak)", flush=True)
+        rows[f"ratio {precision}"] = round(seconds["nn.Transformer"] / seconds["minitrans"], 2)
+        print(f"[{args.allocator}] ratio {precision:<14} {rows[f'ratio {precision}']:>6.2f}x", flush=True)
+    return {"gflop_per_step": round(flops / len(batches) / 1e9, 1), "batches": len(batches),
+            "target_tokens_per_round": tokens, "matmul_peak_gflop_per_sec": {k: round(v, 1) for k, v in peaks.items()},
+            "results": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="small", help="a conf/model/*.yaml shape")
+    parser.add_argument("--max-tokens", type=int, default=4096)
+    parser.add_argument("--steps", type=int, default=8, help="batches per model per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=4, help="batches per model before timing")
+    parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--allocators", default="glibc,mimalloc,tcmalloc", help="those not installed are skipped")
+    parser.add_argument("--allocator", help=argparse.SUPPRESS)  # set in the child processes
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "train_speed.json")
+    args = parser.parse_args()
+    if args.allocator:  # child: measure and hand the numbers back as JSON
+        try:
+            args.out.write_text(json.dumps(measure(args)))
+        except UserError as e:
+            sys.exit(f"error: {e}")
+        return
+
+    available = allocators()
+    by_allocator = {}
+    for name in args.allocators.split(","):
+        if name not in available:
+            print(f"[{name}] not installed, skipped", flush=True)
+            continue
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            child = [sys.executable, __file__, "--allocator", name, "--out", out.name,
+                     *(f"--{key.replace('_', '-')}={value}" for key, value in vars(args).items()
+                       if key not in ("allocators", "allocator", "out"))]
+            env = {**os.environ, "LD_PRELOAD": available[name]}
+            if subprocess.run(child, env=env).returncode != 0:
+                sys.exit(1)
+            by_allocator[name] = json.loads(Path(out.name).read_text())
+
+    # What a user gets: our model with the allocator `make train` preloads, against
+    # nn.Transformer as it runs out of the box (glibc's malloc).
+    ours_setup = next((a for a in ("tcmalloc", "mimalloc") if a in by_allocator), None)
+    summary = {}
+    if ours_setup and "glibc" in by_allocator:
+        for precision in args.precisions.split(","):
+            ours = by_allocator[ours_setup]["results"][f"minitrans {precision}"]["tokens_per_sec"]
+            torch_default = by_allocator["glibc"]["results"][f"nn.Transformer {precision}"]["tokens_per_sec"]
+            summary[f"minitrans {ours_setup} / nn.Transformer glibc, {precision}"] = round(ours / torch_default, 2)
+    for key, value in summary.items():
+        print(f"{key}: {value:.2f}x")
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
+    result = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
+              "cpu_count": os.cpu_count(), "threads": args.threads, "torch": torch.__version__, "model": args.model,
+              "max_tokens": args.max_tokens, "rounds": args.rounds, "steps_per_round": args.steps,
+              "setup_vs_default": summary, "allocators": by_allocator}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -145,6 +145,16 @@ def flat_hparams(run: RunConfig) -> dict:
     return out
 
 
+def peak_rss_mb() -> int | None:
+    """Peak resident memory of this process so far; None where the OS does not say (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024))  # bytes on macOS, KiB on Linux
+
+
 class Trainer:
     """Holds a run's moving parts; `fit` trains, `finish` evaluates on the test sets."""
 
@@ -282,7 +292,8 @@ class Trainer:
 
     def fit(self, started: float) -> None:
         cfg, progress = self.cfg, self.progress
-        budget = cfg.max_minutes * 60 if cfg.max_minutes is not None else math.inf
+        # training stops early enough for finish() to end within max_minutes
+        budget = (cfg.max_minutes - cfg.reserve_minutes) * 60 if cfg.max_minutes is not None else math.inf
         batches = micro_batches(self.loader, self.sampler, progress, cfg.max_epochs)
         self.train_model.train()
         bar = tqdm(total=cfg.max_steps, initial=progress.step, unit="step", dynamic_ncols=True,
@@ -292,7 +303,8 @@ class Trainer:
         log_time = time.time()
         while progress.step < cfg.max_steps:
             if self.ddp.any(progress.elapsed + time.time() - started > budget):
-                log.info("time budget of %.1f minutes reached at step %d", cfg.max_minutes, progress.step)
+                log.info("time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
+                         cfg.max_minutes, cfg.reserve_minutes, progress.step)
                 break
             group = list(islice(batches, cfg.grad_accum))
             if not group:
@@ -361,6 +373,7 @@ class Trainer:
     def finish(self) -> dict:
         """Final validation and checkpoint, optional averaging, then test BLEU with beam search."""
         cfg = self.cfg
+        started = time.time()
         if self.progress.step % cfg.eval_every != 0 or self.progress.best_bleu < 0:
             self.evaluate()
         if latest_step_checkpoint(self.ckpt_dir) != self.ckpt_dir / f"step_{self.progress.step:07d}.pt":
@@ -390,6 +403,10 @@ class Trainer:
             self.writer.add_scalar("test/bleu", scores.bleu, self.progress.step)
             log.info("%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s", split, scores.bleu, scores.bleu_lowercase,
                      scores.chrf, scores.bleu_signature)
+        results["total_minutes"] = round((self.progress.elapsed + time.time() - started) / 60, 2)
+        results["peak_rss_mb"] = peak_rss_mb()
+        log.info("%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",
+                 results["total_minutes"], results["peak_rss_mb"])
         first_test = next(iter(results["test"].values()), {})
         self.writer.add_hparams(flat_hparams(self.run), {"hparam/val_bleu": self.progress.best_bleu,
                                                         "hparam/test_bleu": first_test.get("bleu", -1.0)}, run_name=".")

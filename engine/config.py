@@ -22,7 +22,8 @@ class TrainConfig:
     grad_accum: int = 1  # batches per optimizer step
     max_steps: int = 100_000  # optimizer steps
     max_epochs: int = 100
-    max_minutes: float | None = 60  # wall-clock budget of the whole run, resumes included
+    max_minutes: float | None = 60  # wall-clock budget of the whole run, resumes and final evaluation included
+    reserve_minutes: float = 1.5  # of max_minutes, kept for the final validation, averaging and test decoding
     # optimisation
     lr: float = 1e-3  # peak learning rate, reached at the end of warmup
     warmup_steps: int = 400
@@ -85,6 +86,8 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         (t.keep_last >= 1, "train.keep_last must be at least 1"),
         (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
         (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
+        (t.max_minutes is None or 0 <= t.reserve_minutes < t.max_minutes,
+         "train.reserve_minutes must be at least 0 and below train.max_minutes"),
     ]
     for ok, message in checks:
         if not ok:

@@ -40,6 +40,8 @@ def test_ci_experiment_trains_end_to_end(ci_run):
     assert test["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert 0 < test["chrf"] <= 100 and test["beam_size"] == 2
     assert results["steps"] == 240
+    assert results["total_minutes"] > results["minutes"] > 0  # the final evaluation counts too
+    assert results["peak_rss_mb"] > 100
     assert (ci_run / "checkpoints" / "best.pt").is_file()
     assert (ci_run / "checkpoints" / "step_0000240.pt").is_file()
     assert (ci_run / "spm_joint.model").is_file() and (ci_run / ".hydra" / "config.yaml").is_file()
@@ -161,6 +163,7 @@ def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monk
     ("model=huge", "Could not find 'model/huge'; available: base, small, tiny"),
     ("train.precision=fp8", "error: train.precision must be fp32 or bf16, not 'fp8'"),
     ("model.n_heads=7", "error: invalid config: d_model (256) must be divisible by n_heads (7)"),
+    ("train.reserve_minutes=60", "error: train.reserve_minutes must be at least 0 and below train.max_minutes"),
     ("data.dir=/does/not/exist", "error: Multi30k folder /does/not/exist (from data.dir) does not exist"),
     ("train.device=cuda:0", None),  # on a CPU machine: no GPU; on a GPU machine: trains (not run here)
 ])
@@ -190,6 +193,19 @@ def test_distributed_two_processes_keep_equal_parameters(multi30k_dir, tmp_path)
     assert set(checksums) == {"0", "1"}
     assert checksums["0"] == checksums["1"]
     assert (tmp_path / "results.json").is_file()
+
+
+def test_time_budget_includes_the_final_evaluation(multi30k_dir, tmp_path, caplog):
+    import train as train_module
+
+    caplog.set_level("INFO", logger="train")
+    cfg = compose_config("experiment=ci", "train.max_minutes=0.4", "train.reserve_minutes=0.2",
+                         "train.max_steps=100000", "train.eval_every=1000", "train.attention_every=0")
+    results = train_module.train(cfg, tmp_path)
+    assert 0 < results["steps"] < 100000
+    assert 0.2 <= results["minutes"] <= 0.25  # training stopped when the reserve began
+    assert results["total_minutes"] <= 0.4  # tokenizer, training, validation and test decoding
+    assert "(0.2 kept for the final evaluation) reached" in caplog.text
 
 
 def test_gradient_accumulation_consumes_grad_accum_batches_per_step(multi30k_dir, tmp_path):

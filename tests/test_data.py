@@ -214,3 +214,11 @@ def test_no_folder_and_no_network_says_how_to_point_at_a_copy(monkeypatch):
     monkeypatch.setattr("datasets.config.HF_DATASETS_OFFLINE", True)
     with pytest.raises(UserError, match=r"download failed.*data\.dir=/path/to/multi30k or MULTI30K_DIR="):
         load_multi30k("de", "en", None, splits=["val"])
+
+
+def test_download_path_has_its_http_filesystem():
+    """Without a local folder, files come through datasets -> fsspec's HTTP filesystem, which
+    raises ImportError unless aiohttp and requests are installed (found missing once)."""
+    import fsspec
+
+    assert type(fsspec.filesystem("https")).__name__ == "HTTPFileSystem"

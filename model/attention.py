@@ -81,8 +81,9 @@ class KVCache:
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate query and key/value inputs.
 
-    Self-attention passes the same tensor twice; cross-attention passes decoder states as
-    `query` and the encoder output as `key_value`.
+    Self-attention passes the same tensor twice (recognised by identity, so that one matmul
+    projects Q, K and V); cross-attention passes decoder states as `query` and the encoder
+    output as `key_value`.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:

@@ -6,9 +6,6 @@ Translates a whole Multi30k split (from $MULTI30K_DIR) with each setting after a
 prints a table and writes bench/results/decode.json with the commit it was measured on.
 """
 import argparse
-import json
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,7 +13,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from data import load_multi30k  # noqa: E402
+from bench.common import RESULTS, write_result  # noqa: E402
+from data import UserError, load_multi30k  # noqa: E402
 from engine.checkpoint import load_for_inference  # noqa: E402
 from engine.translator import Translator  # noqa: E402
 
@@ -37,12 +35,15 @@ def main() -> None:
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "decode.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "decode.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    model, tokenizer, meta = load_for_inference(args.checkpoint)
-    sentences = list(load_multi30k(meta["src_lang"], meta["tgt_lang"], splits=[args.split])[args.split]["src"])
+    try:
+        model, tokenizer, meta = load_for_inference(args.checkpoint)
+        sentences = list(load_multi30k(meta["src_lang"], meta["tgt_lang"], splits=[args.split])[args.split]["src"])
+    except UserError as e:
+        sys.exit(f"error: {e}")
     rows = {}
     for name, beam, cache in [("greedy", 1, True), ("greedy, no cache", 1, False),
                               (f"beam {args.beam_size}", args.beam_size, True),
@@ -56,14 +57,10 @@ def main() -> None:
                for beam in ("greedy", f"beam {args.beam_size}")}
     print("cache speed-up:", speedup)
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    result = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
-              "threads": args.threads, "torch": torch.__version__, "checkpoint_step": meta.get("step"),
-              "split": args.split, "sentences": len(sentences), "cache_speedup": speedup,
-              "settings": {name: {k: v for k, v in row.items() if k != "outputs"} for name, row in rows.items()}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_result(args.out, {"threads": args.threads, "checkpoint_step": meta.get("step"), "split": args.split,
+                            "sentences": len(sentences), "cache_speedup": speedup,
+                            "settings": {name: {k: v for k, v in row.items() if k != "outputs"}
+                                         for name, row in rows.items()}})
 
 
 if __name__ == "__main__":

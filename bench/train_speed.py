@@ -17,10 +17,8 @@ import argparse
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import warnings
@@ -29,8 +27,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import RESULTS, ROOT, allocators, training_allocator, write_result  # noqa: E402
 from data import DataConfig, TokenBucketSampler, UserError, collate, prepare_data  # noqa: E402
 from model import PAD_ID, Transformer, TransformerConfig  # noqa: E402
 from model.embedding import sinusoid_table  # noqa: E402
@@ -116,17 +114,6 @@ def load_batches(max_tokens: int, count: int, vocab_size: int) -> list:
     return [collate([train[i] for i in indices]) for indices, _ in zip(sampler, range(count))]
 
 
-def allocators() -> dict[str, str]:
-    """Allocator name -> library to preload ("" for glibc's malloc); only those present."""
-    found = {"glibc": ""}
-    mimalloc = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "lib" / "libmimalloc.so"
-    tcmalloc = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
-    for name, path in (("mimalloc", mimalloc), ("tcmalloc", tcmalloc)):
-        if path.is_file():
-            found[name] = str(path)
-    return found
-
-
 def measure(args: argparse.Namespace) -> dict:
     """Both models, each precision, under the allocator this process was started with."""
     torch.set_num_threads(args.threads)
@@ -180,7 +167,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--allocators", default="glibc,mimalloc,tcmalloc", help="those not installed are skipped")
     parser.add_argument("--allocator", help=argparse.SUPPRESS)  # set in the child processes
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "train_speed.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "train_speed.json")
     args = parser.parse_args()
     if args.allocator:  # child: measure and hand the numbers back as JSON
         try:
@@ -206,9 +193,9 @@ def main() -> None:
 
     # What a user gets: our model with the allocator `make train` preloads, against
     # nn.Transformer as it runs out of the box (glibc's malloc).
-    ours_setup = next((a for a in ("tcmalloc", "mimalloc") if a in by_allocator), None)
+    ours_setup = training_allocator()
     summary = {}
-    if ours_setup and "glibc" in by_allocator:
+    if ours_setup in by_allocator and "glibc" in by_allocator:
         for precision in args.precisions.split(","):
             ours = by_allocator[ours_setup]["results"][f"minitrans {precision}"]["tokens_per_sec"]
             torch_default = by_allocator["glibc"]["results"][f"nn.Transformer {precision}"]["tokens_per_sec"]
@@ -216,15 +203,9 @@ def main() -> None:
     for key, value in summary.items():
         print(f"{key}: {value:.2f}x")
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=ROOT).stdout.strip()
-    result = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
-              "cpu_count": os.cpu_count(), "threads": args.threads, "torch": torch.__version__, "model": args.model,
-              "max_tokens": args.max_tokens, "rounds": args.rounds, "steps_per_round": args.steps,
-              "setup_vs_default": summary, "allocators": by_allocator}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_result(args.out, {"threads": args.threads, "model": args.model, "max_tokens": args.max_tokens,
+                            "rounds": args.rounds, "steps_per_round": args.steps, "setup_vs_default": summary,
+                            "allocators": by_allocator})
 
 
 if __name__ == "__main__":

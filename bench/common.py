@@ -1,0 +1,43 @@
+"""What the benchmarks share: the allocators they can preload and how they record results."""
+import json
+import os
+import platform
+import subprocess
+import sysconfig
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+
+def allocators() -> dict[str, str]:
+    """Allocator name -> library to preload ("" for glibc's malloc); only those installed.
+    `make train` preloads tcmalloc if present, else mimalloc (see the Makefile)."""
+    found = {"glibc": ""}
+    mimalloc = Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "lib" / "libmimalloc.so"
+    tcmalloc = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
+    for name, path in (("mimalloc", mimalloc), ("tcmalloc", tcmalloc)):
+        if path.is_file():
+            found[name] = str(path)
+    return found
+
+
+def training_allocator() -> str:
+    """The allocator `make train` uses on this machine."""
+    available = allocators()
+    return next(name for name in ("tcmalloc", "mimalloc", "glibc") if name in available)
+
+
+def write_result(path: Path, result: dict) -> None:
+    """JSON with the commit and machine it was measured on, then the numbers."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
+    header = {"commit": commit, "date": time.strftime("%Y-%m-%d"),
+              "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+              "torch": torch.__version__}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**header, **result}, indent=2) + "\n")
+    print(f"wrote {path}")

@@ -31,13 +31,20 @@ def training_allocator() -> str:
     return next(name for name in ("tcmalloc", "mimalloc", "glibc") if name in available)
 
 
+def loaded_allocator() -> str:
+    """The allocator this process runs with (what LD_PRELOAD brought in, if anything)."""
+    maps = Path("/proc/self/maps")
+    libraries = maps.read_text() if maps.exists() else ""
+    return next((name for name in ("tcmalloc", "mimalloc", "jemalloc") if f"lib{name}" in libraries), "default")
+
+
 def write_result(path: Path, result: dict) -> None:
     """JSON with the commit and machine it was measured on, then the numbers."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
     header = {"commit": commit, "date": time.strftime("%Y-%m-%d"),
               "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-              "torch": torch.__version__}
+              "torch": torch.__version__, "allocator": loaded_allocator()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**header, **result}, indent=2) + "\n")
     print(f"wrote {path}")

@@ -92,7 +92,7 @@ class MultiHeadAttention(nn.Module):
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
         self.d_model = d_model
-        # W_Q, W_K, W_V stacked in one (3 d_model, d_model) matrix, as in nn.MultiheadAttention:
+        # W_Q, W_K, W_V stacked in one (3 d_model, d_model) matrix, as PyTorch's own attention does:
         # self-attention then projects its input with one matmul instead of three.
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)  # W_O

@@ -35,7 +35,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from data import Batch, PreparedData, TokenBucketSampler, UserError, collate, prepare_data
 from engine.checkpoint import (atomic_save, average_checkpoints, latest_step_checkpoint, load_checkpoint,
-                               make_checkpoint, resolve_checkpoint_path, step_checkpoints)
+                               load_weights, make_checkpoint, resolve_checkpoint_path, step_checkpoints)
 from engine.config import RunConfig, TrainConfig, register_configs, to_run_config
 from engine.evaluate import score_translations, validation_loss
 from engine.translator import Translator
@@ -234,7 +234,7 @@ class Trainer:
             raise UserError(f"{path} holds weights only (no training state) and cannot be resumed")
         if checkpoint["model_config"] != self.model.cfg.to_dict():
             raise UserError(f"{path} was trained with a different model config; resume with the same settings")
-        self.model.load_state_dict(checkpoint["model"])
+        load_weights(self.model, checkpoint["model"], path)
         state = checkpoint["train_state"]
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])

@@ -13,7 +13,7 @@ from data import Tokenizer, UserError
 from model import Transformer, TransformerConfig
 
 FORMAT = "minitrans"
-VERSION = 1
+VERSION = 2  # 2: W_Q, W_K, W_V stacked in one in_proj per attention module
 
 
 def atomic_save(obj: dict, path: Path) -> None:
@@ -97,11 +97,24 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return checkpoint
 
 
+def load_weights(model: Transformer, weights: dict, path: str | Path) -> None:
+    """Load a checkpoint's weights; a layout that does not fit the model is a one-line UserError."""
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError:
+        names = set(model.state_dict())
+        missing, unexpected = sorted(names - set(weights)), sorted(set(weights) - names)
+        detail = (f"missing {missing[0]}" if missing else f"unexpected {unexpected[0]}" if unexpected
+                  else "tensor shapes differ")
+        raise UserError(f"{path}: its weights do not fit the model ({detail}); "
+                        "was it written by another version of minitrans?") from None
+
+
 def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, Tokenizer, dict]:
     """Model (eval mode, on `device`), tokenizer and meta from a checkpoint file or run folder."""
     checkpoint = load_checkpoint(resolve_checkpoint_path(path), map_location="cpu")
     model = Transformer(TransformerConfig(**checkpoint["model_config"]))
-    model.load_state_dict(checkpoint["model"])
+    load_weights(model, checkpoint["model"], path)
     tokenizer = Tokenizer(checkpoint["tokenizer"]["src"], checkpoint["tokenizer"]["tgt"])
     return model.to(device).eval(), tokenizer, checkpoint.get("meta", {})
 

@@ -138,7 +138,11 @@ def corrupt_copies(ci_run, tmp_path):
     checkpoint = load_checkpoint(good)
     checkpoint["version"] = 99
     torch.save(checkpoint, future)
-    return truncated, not_checkpoint, other_torch, future
+    mismatched = tmp_path / "mismatched.pt"  # e.g. written by a version with another weight layout
+    checkpoint = load_checkpoint(good)
+    del checkpoint["model"]["decoder.final_norm.bias"]
+    torch.save(checkpoint, mismatched)
+    return truncated, not_checkpoint, other_torch, future, mismatched
 
 
 @pytest.mark.parametrize("case, message", [
@@ -146,7 +150,8 @@ def corrupt_copies(ci_run, tmp_path):
     ("truncated", "is not a readable minitrans checkpoint"),
     ("not_checkpoint", "is not a readable minitrans checkpoint"),
     ("other_torch", "tensor.pt is not a minitrans checkpoint"),
-    ("future", "future.pt has checkpoint format version 99; this minitrans reads version 1"),
+    ("future", "future.pt has checkpoint format version 99; this minitrans reads version 2"),
+    ("mismatched", "mismatched.pt: its weights do not fit the model (missing decoder.final_norm.bias)"),
     ("non_utf8_stdin", "error: standard input is not valid UTF-8 (line 2)"),
     ("non_utf8_file", "bad.de is not valid UTF-8 (line 2)"),
     ("missing_input", "error: cannot read {tmp}/absent.de: No such file or directory"),
@@ -157,7 +162,7 @@ def corrupt_copies(ci_run, tmp_path):
     ("args_and_file", "error: give sentences as arguments or with -i FILE, not both"),
 ])
 def test_errors_are_one_line_without_traceback(ci_run, tmp_path, case, message):
-    truncated, not_checkpoint, other_torch, future = corrupt_copies(ci_run, tmp_path)
+    truncated, not_checkpoint, other_torch, future, mismatched = corrupt_copies(ci_run, tmp_path)
     (tmp_path / "bad.de").write_bytes(b"gut\nkaputt \xff\n")
     stdin = None
     args = {
@@ -166,6 +171,7 @@ def test_errors_are_one_line_without_traceback(ci_run, tmp_path, case, message):
         "not_checkpoint": ["-c", not_checkpoint, "x"],
         "other_torch": ["-c", other_torch, "x"],
         "future": ["-c", future, "x"],
+        "mismatched": ["-c", mismatched, "x"],
         "non_utf8_stdin": ["-c", ci_run],
         "non_utf8_file": ["-c", ci_run, "-i", tmp_path / "bad.de"],
         "missing_input": ["-c", ci_run, "-i", tmp_path / "absent.de"],

@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from data import UserError
-from engine.checkpoint import atomic_save, load_checkpoint, load_for_inference
+from engine.checkpoint import VERSION, atomic_save, load_checkpoint, load_for_inference
 from engine.config import register_configs, to_run_config
 
 from helpers import CONF, ROOT, run_train
@@ -124,7 +124,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
 
 def test_interrupted_save_leaves_previous_checkpoint_loadable(tmp_path, monkeypatch):
     path = tmp_path / "step_1.pt"
-    atomic_save({"format": "minitrans", "version": 1, "weights": torch.arange(5)}, path)
+    atomic_save({"format": "minitrans", "version": VERSION, "weights": torch.arange(5)}, path)
 
     def failing_save(obj, f):
         f.write(b"partial garbage")
@@ -132,7 +132,7 @@ def test_interrupted_save_leaves_previous_checkpoint_loadable(tmp_path, monkeypa
 
     monkeypatch.setattr(torch, "save", failing_save)
     with pytest.raises(RuntimeError, match="disk full"):
-        atomic_save({"format": "minitrans", "version": 1, "weights": torch.zeros(5)}, path)
+        atomic_save({"format": "minitrans", "version": VERSION, "weights": torch.zeros(5)}, path)
     monkeypatch.undo()
     assert torch.equal(load_checkpoint(path)["weights"], torch.arange(5))
     assert list(tmp_path.iterdir()) == [path], "no temporary file may be left behind"

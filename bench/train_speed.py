@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, ROOT, allocators, training_allocator, write_result  # noqa: E402
 from data import DataConfig, TokenBucketSampler, UserError, collate, prepare_data  # noqa: E402
 from model import PAD_ID, Transformer, TransformerConfig  # noqa: E402
-from model.embedding import sinusoid_table  # noqa: E402
+from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
 
 
@@ -41,10 +41,10 @@ class TorchTransformer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.embedding = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        # our embedding and sinusoids (the same math either way); torch's own dropout
+        self.embedding = TokenEmbedding(cfg.src_vocab_size, cfg.d_model, PAD_ID)
         nn.init.normal_(self.embedding.weight, std=cfg.d_model ** -0.5)
-        self.scale = math.sqrt(cfg.d_model)
-        self.register_buffer("table", sinusoid_table(cfg.max_len, cfg.d_model), persistent=False)
+        self.positional = PositionalEncoding(cfg.d_model, cfg.max_len)
         self.dropout = nn.Dropout(cfg.dropout)
         with warnings.catch_warnings():  # "enable_nested_tensor is True, but norm_first ..."
             warnings.simplefilter("ignore")
@@ -54,7 +54,7 @@ class TorchTransformer(nn.Module):
         self.output_proj.weight = self.embedding.weight
 
     def embed(self, ids: Tensor) -> Tensor:
-        return self.dropout(self.embedding(ids) * self.scale + self.table[: ids.size(1)])
+        return self.dropout(self.positional(self.embedding(ids)))
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, None]:
         src_pad, tgt_pad = src == PAD_ID, tgt_in == PAD_ID  # True = ignore, torch's convention

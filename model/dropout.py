@@ -6,6 +6,7 @@ Here one 64-bit random draw serves four elements with 16 random bits each, and t
 applied with a single multiply forward and backward: about 3.3x faster than `F.dropout`
 (forward and backward). On other devices `F.dropout` is already a fused kernel and is used.
 """
+import functools
 import math
 
 import torch
@@ -22,6 +23,11 @@ def keep_mask(shape: torch.Size, keep_prob: float, device: torch.device | None =
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-(1 << 63), None)
     bits = words.view(torch.int16)[:n].view(shape)  # uniform over [-2^15, 2^15)
     return bits >= _LEVELS // 2 - round(keep_prob * _LEVELS)
+
+
+@functools.cache  # called at every dropout site of every step; a handful of (p, dtype) pairs
+def _rounded_scale(p: float, dtype: torch.dtype) -> float:
+    return torch.tensor(1.0 / (1.0 - p), dtype=dtype).item()
 
 
 class Dropout(nn.Module):
@@ -41,7 +47,7 @@ class Dropout(nn.Module):
 
     def scale(self, dtype: torch.dtype) -> float:
         """1 / (1 - p) as `dtype` represents it."""
-        return torch.tensor(1.0 / (1.0 - self.p), dtype=dtype).item()
+        return _rounded_scale(self.p, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:

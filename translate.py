@@ -18,6 +18,7 @@ import torch
 
 from data import UserError
 from engine.checkpoint import load_for_inference
+from engine.device import pick_device
 from engine.translator import Translator
 
 CHUNK = 1000  # lines translated (and written) at a time, so any input size streams through
@@ -98,18 +99,6 @@ def read_lines(stream: BinaryIO, name: str) -> Iterator[str]:
         yield line.rstrip("\r\n")
 
 
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"--device {name!r} is not a device (try auto, cpu, cuda)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda, but no CUDA GPU is available")
-    return device
-
-
 def run(args: argparse.Namespace) -> None:
     if args.sentences and args.input:
         raise UserError("give sentences as arguments or with -i FILE, not both")
@@ -118,7 +107,7 @@ def run(args: argparse.Namespace) -> None:
         raise UserError(f"--n-best {args.n_best} is larger than the beam size {beam_size}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
+    device = pick_device(args.device, "--device")
     model, tokenizer, _ = load_for_inference(args.checkpoint, device)
     translator = Translator(model, tokenizer, beam_size=beam_size, length_penalty=args.length_penalty,
                             max_len_ratio=args.max_len_ratio, max_len_extra=args.max_len_extra,

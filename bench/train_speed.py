@@ -29,8 +29,9 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, ROOT, allocators, training_allocator, write_result  # noqa: E402
-from data import DataConfig, TokenBucketSampler, UserError, collate, prepare_data  # noqa: E402
-from model import PAD_ID, Transformer, TransformerConfig  # noqa: E402
+from data import PAD_ID, DataConfig, TokenBucketSampler, UserError, collate, prepare_data  # noqa: E402
+from engine.step import label_smoothed_loss, train_step  # noqa: E402
+from model import Transformer, TransformerConfig  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
 
@@ -89,18 +90,15 @@ def matmul_peak(dtype: torch.dtype, m: int = 4096, k: int = 512, n: int = 2048, 
 
 
 def make_step(model: nn.Module, bf16: bool, label_smoothing: float):
-    """One optimizer step exactly as train.py takes it (summed loss over the step's tokens)."""
+    """One optimizer step as training takes it (engine/step.py), one batch a step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    criterion = nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+    criterion = label_smoothed_loss(PAD_ID, label_smoothing)
+
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
 
     def step(batch) -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logits, _ = model(batch.src, batch.tgt_in)
-        loss = criterion(logits.float().flatten(0, 1), batch.tgt_out.flatten()) / batch.n_tgt_tokens
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        train_step(model, optimizer, criterion, [batch], batch.n_tgt_tokens, autocast, 1.0)
 
     return step
 

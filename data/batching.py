@@ -7,7 +7,7 @@ from torch import Tensor
 from torch.utils.data import Sampler
 
 from data.errors import UserError
-from model.config import BOS_ID, EOS_ID, PAD_ID
+from data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
 class TokenBucketSampler(Sampler[list[int]]):

@@ -1,7 +1,8 @@
 """SentencePiece tokenization: trained on the training split only, cached, embeddable.
 
-The special ids are those of `model.config` (pad 0, unk 1, bos 2, eos 3): SentencePiece is
-told to put them exactly there, so ids mean the same in data, model and checkpoints.
+The special ids are defined here, once (pad 0, unk 1, bos 2, eos 3): SentencePiece is told to
+put them exactly there, and the engine hands them to the model through its config, so ids
+mean the same in data, model, search and checkpoints.
 """
 import hashlib
 import io
@@ -15,9 +16,12 @@ from typing import Iterable
 import sentencepiece as spm
 
 from data.errors import UserError
-from model.config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-
 log = logging.getLogger(__name__)
+
+PAD_ID = 0
+UNK_ID = 1
+BOS_ID = 2
+EOS_ID = 3
 
 
 @dataclass
@@ -46,6 +50,19 @@ class Tokenizer:
     @property
     def joint(self) -> bool:
         return self.src is self.tgt
+
+    # the ids the SentencePiece models carry (the same in source and target: both are trained here)
+    @property
+    def pad_id(self) -> int:
+        return self.tgt.pad_id()
+
+    @property
+    def bos_id(self) -> int:
+        return self.tgt.bos_id()
+
+    @property
+    def eos_id(self) -> int:
+        return self.tgt.eos_id()
 
     @property
     def src_vocab_size(self) -> int:

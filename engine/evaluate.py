@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from sacrebleu.metrics import BLEU, CHRF
 from torch.utils.data import DataLoader
 
-from model import PAD_ID, Transformer
+from model import Transformer
 
 
 @torch.no_grad()
@@ -21,7 +21,7 @@ def validation_loss(model: Transformer, loader: DataLoader, device: torch.device
         with autocast():
             logits, _ = model(batch.src, batch.tgt_in)
         total_nll += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(),
-                                     ignore_index=PAD_ID, reduction="sum").item()
+                                     ignore_index=model.cfg.pad_id, reduction="sum").item()
         total_tokens += batch.n_tgt_tokens
     model.train(was_training)
     nll = total_nll / max(total_tokens, 1)

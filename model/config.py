@@ -1,12 +1,5 @@
-"""Model configuration and the vocabulary conventions every other part relies on."""
+"""Model configuration: shape, regularisation, and the special token ids it is told."""
 from dataclasses import asdict, dataclass
-
-# Special token ids, fixed here once: the tokenizer is trained to put them exactly there,
-# so a token id means the same thing in data/, the model, search and checkpoints.
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
 
 
 @dataclass
@@ -32,7 +25,11 @@ class TransformerConfig:
     max_len: int = 256  # longest sequence (in pieces, bos/eos included) the model accepts
     share_embeddings: bool = True  # one embedding for source and target (joint vocabulary)
     tie_output: bool = True  # output projection reuses the target embedding matrix
-    pad_id: int = PAD_ID
+    # Special ids: the tokenizer decides them and the engine copies them in (these defaults
+    # are SentencePiece's ids as data/ trains it, for models built by hand in tests).
+    pad_id: int = 0
+    bos_id: int = 2
+    eos_id: int = 3
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads != 0:

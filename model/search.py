@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from model.config import BOS_ID, EOS_ID, PAD_ID
 from model.transformer import DecoderCache, Transformer
 
 
@@ -24,7 +23,7 @@ class Hypothesis:
 
 def max_output_length(model: Transformer, src: Tensor, ratio: float, extra: int) -> int:
     """Longest output to allow: ratio * longest source + extra, capped by the model's max_len."""
-    src_len = int((src != PAD_ID).sum(1).max())
+    src_len = int((src != model.cfg.pad_id).sum(1).max())
     return max(1, min(int(ratio * src_len) + extra, model.cfg.max_len - 1))
 
 
@@ -40,6 +39,7 @@ def _next_log_probs(model: Transformer, history: Tensor, memory: Tensor, src_mas
 
 def _greedy(model: Transformer, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool) -> list[Hypothesis]:
     batch, device = memory.size(0), memory.device
+    BOS_ID, EOS_ID, PAD_ID = model.cfg.bos_id, model.cfg.eos_id, model.cfg.pad_id
     cache = model.new_cache() if use_cache else None
     history = torch.full((batch, 1), BOS_ID, dtype=torch.long, device=device)
     log_prob = torch.zeros(batch, device=device)
@@ -103,6 +103,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, l
         for each sentence, its n_best hypotheses.
     """
     k = beam_size
+    BOS_ID, EOS_ID = model.cfg.bos_id, model.cfg.eos_id
     n_best = min(n_best, k)
     device = src.device
     memory, src_mask, _ = model.encode(src)

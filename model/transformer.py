@@ -80,7 +80,7 @@ class Decoder(nn.Module):
 class Transformer(nn.Module):
     """Encoder-decoder Transformer over token ids.
 
-    Token id conventions (pad/bos/eos/unk) are those of `model.config`.
+    Special token ids (pad, bos, eos) are those of its config.
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:

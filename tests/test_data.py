@@ -9,7 +9,7 @@ import torch
 
 from data import DataConfig, TokenBucketSampler, TokenizerConfig, UserError, collate, load_multi30k, prepare_data
 from data.tokenizer import train_tokenizer
-from model import BOS_ID, EOS_ID, PAD_ID
+from data import BOS_ID, EOS_ID, PAD_ID
 
 
 def test_real_multi30k_sizes_and_first_pairs(multi30k):

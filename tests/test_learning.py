@@ -2,7 +2,10 @@
 import torch
 import torch.nn.functional as F
 
-from model import BOS_ID, EOS_ID, PAD_ID, Transformer, TransformerConfig
+from model import Transformer, TransformerConfig
+
+_IDS = TransformerConfig()  # the model is told its special ids; these are the defaults
+PAD_ID, BOS_ID, EOS_ID = _IDS.pad_id, _IDS.bos_id, _IDS.eos_id
 from model.search import greedy_search
 
 VOCAB, FIRST_SYMBOL = 16, 4  # ids 0-3 are pad/unk/bos/eos

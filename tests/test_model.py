@@ -4,7 +4,10 @@ import dataclasses
 import pytest
 import torch
 
-from model import BOS_ID, PAD_ID, Transformer
+from model import Transformer, TransformerConfig
+
+_IDS = TransformerConfig()  # the model is told its special ids; these are the defaults
+PAD_ID, BOS_ID = _IDS.pad_id, _IDS.bos_id
 
 
 def make_model(cfg, seed=0):

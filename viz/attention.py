@@ -25,7 +25,7 @@ from torch import Tensor  # noqa: E402
 
 from data import Tokenizer  # noqa: E402
 from data.batching import pad  # noqa: E402
-from model import BOS_ID, Transformer  # noqa: E402
+from model import Transformer  # noqa: E402
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 KIND_TITLES = {"encoder_self": "encoder self-attention", "decoder_self": "decoder masked self-attention",
@@ -66,7 +66,7 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
     model.eval()
     limit = model.cfg.max_len
     src_ids = [ids[:limit] for ids in tokenizer.encode_src(sentences)]
-    tgt_in_ids = [[BOS_ID, *ids][:limit] for ids in translations]
+    tgt_in_ids = [[model.cfg.bos_id, *ids][:limit] for ids in translations]
     device = next(model.parameters()).device
     _, attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True)
     model.train(was_training)

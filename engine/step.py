@@ -1,0 +1,59 @@
+"""One optimizer step: forward, loss, backward over a step's batches, clip, update.
+
+Training (engine/trainer.py) and the speed benchmark (bench/train_speed.py) both take their
+steps here, so the benchmark measures exactly what training does.
+"""
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Callable, ContextManager, Sequence
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from data import Batch
+
+
+@dataclass
+class StepResult:
+    loss: float  # the step's summed loss divided by `normalizer`
+    grad_norm: float  # before clipping
+    updated: bool  # False: the loss or gradient was not finite and the weights were left alone
+
+
+def label_smoothed_loss(pad_id: int, label_smoothing: float) -> nn.Module:
+    """Cross-entropy summed over real target tokens (padding ignored)."""
+    return nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=label_smoothing, reduction="sum")
+
+
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, criterion: nn.Module, batches: Sequence[Batch],
+               normalizer: float, autocast: Callable[[], ContextManager], clip_grad_norm: float | None,
+               device: torch.device | None = None) -> StepResult:
+    """Accumulate the gradients of `batches`, then clip and update (only if all is finite).
+
+    Args:
+        model: the model, or its DistributedDataParallel wrapper (gradients are then
+            all-reduced once, after the last batch).
+        normalizer: what the summed loss is divided by, e.g. the step's target tokens, so
+            that every token weighs the same whatever batch it came in.
+        autocast: a context for the forward pass (bf16 autocast, or one that does nothing).
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    step_loss = 0.0
+    for i, batch in enumerate(batches):
+        if device is not None:
+            batch = batch.to(device)
+        last = i == len(batches) - 1
+        with nullcontext() if last or not isinstance(model, DistributedDataParallel) else model.no_sync():
+            with autocast():
+                logits, _ = model(batch.src, batch.tgt_in)
+            loss = criterion(logits.float().flatten(0, 1), batch.tgt_out.flatten()) / normalizer
+            loss.backward()
+        step_loss += loss.item()
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, clip_grad_norm or math.inf)
+    updated = math.isfinite(step_loss) and bool(torch.isfinite(grad_norm))
+    if updated:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return StepResult(step_loss, grad_norm.item(), updated)

@@ -1,0 +1,67 @@
+"""A whole training run (engine/run.py) on real Multi30k: the `ci` experiment end to end."""
+import json
+
+import torch
+
+from engine.checkpoint import average_checkpoints, load_checkpoint, load_for_inference, step_checkpoints
+from engine.run import train
+
+from helpers import compose_config, scalars
+
+
+def test_ci_experiment_trains_end_to_end(ci_run):
+    results = json.loads((ci_run / "results.json").read_text())
+    test = results["test"]["test_2016_flickr"]
+    assert test["bleu"] > 1.0, "the tiny model should learn something in 240 steps"
+    assert test["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert 0 < test["chrf"] <= 100 and test["beam_size"] == 2
+    assert results["steps"] == 240
+    assert results["total_minutes"] > results["minutes"] > 0  # the final evaluation counts too
+    assert results["peak_rss_mb"] > 100
+    assert (ci_run / "checkpoints" / "best.pt").is_file()
+    assert (ci_run / "checkpoints" / "step_0000240.pt").is_file()
+    assert (ci_run / "spm_joint.model").is_file() and (ci_run / ".hydra" / "config.yaml").is_file()
+    hyps = (ci_run / "test_2016_flickr.hyp.en").read_text().splitlines()
+    assert len(hyps) == 100  # max_eval_examples; line-aligned with the references
+
+
+def test_checkpoint_averaging_ran_and_averages_elementwise(ci_run):
+
+
+    assert "average of 3 checkpoints: val BLEU" in (ci_run / "train.log").read_text()
+    paths = step_checkpoints(ci_run / "checkpoints")[-2:]
+    averaged = average_checkpoints(paths)
+    first, second = (load_checkpoint(p)["model"] for p in paths)
+    name = "encoder.layers.0.self_attn.in_proj.weight"
+    torch.testing.assert_close(averaged[name], (first[name] + second[name]) / 2)
+
+
+def test_events_hold_the_scalar_tags_and_val_loss_decreases(ci_run):
+    events = scalars(ci_run)
+    tags = set(events.Tags()["scalars"])
+    expected = {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_sec",
+                "val/loss", "val/ppl", "val/bleu", "test/bleu"}
+    assert expected <= tags, f"missing {expected - tags}"
+    val_loss = [e.value for e in events.Scalars("val/loss")]
+    assert len(val_loss) >= 3 and val_loss[-1] < val_loss[0]
+    assert "samples/text_summary" in events.Tags()["tensors"]  # how SummaryWriter stores text
+
+
+def test_checkpoint_is_self_contained(ci_run):
+    model, tokenizer, meta = load_for_inference(ci_run)
+    assert meta["src_lang"] == "de" and meta["tgt_lang"] == "en"
+    assert model.cfg.src_vocab_size == tokenizer.src_vocab_size == 1000
+    checkpoint = load_checkpoint(ci_run / "checkpoints" / "step_0000240.pt")
+    assert set(checkpoint["train_state"]) == {"optimizer", "scheduler", "progress", "rng"}
+    assert checkpoint["train_state"]["progress"]["step"] == 240
+
+
+def test_time_budget_includes_the_final_evaluation(multi30k_dir, tmp_path, caplog):
+    caplog.set_level("INFO", logger="train")
+    cfg = compose_config("experiment=ci", "train.max_minutes=0.4", "train.reserve_minutes=0.2",
+                         "train.max_steps=100000", "train.eval_every=1000", "train.attention_every=0")
+    results = train(cfg, tmp_path)
+    assert 0 < results["steps"] < 100000
+    assert 0.2 <= results["minutes"] <= 0.25  # training stopped when the reserve began
+    assert results["total_minutes"] <= 0.4  # tokenizer, training, validation and test decoding
+    assert "(0.2 kept for the final evaluation) reached" in caplog.text

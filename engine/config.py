@@ -27,14 +27,18 @@ class TrainConfig:
     # optimisation
     lr: float = 1e-3  # peak learning rate, reached at the end of warmup
     warmup_steps: int = 400
-    schedule: str = "inverse_sqrt"  # "inverse_sqrt" (then lr * sqrt(warmup/step)) or "constant"
+    # after warmup: "linear" decays to lr_floor * lr at the run's end (planned from the time
+    # budget at the first validation after warmup), "inverse_sqrt" as lr * sqrt(warmup/step),
+    # or "constant"
+    schedule: str = "linear"
+    lr_floor: float = 0.0  # linear: the last step's lr, as a fraction of the peak
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-9
     weight_decay: float = 0.0
     label_smoothing: float = 0.1
     clip_grad_norm: float | None = 1.0
     # machine
-    precision: str = "fp32"  # "fp32" or "bf16" (autocast, on CPU and CUDA)
+    precision: str = "auto"  # "auto" (bf16 where native, else fp32), "fp32" or "bf16" (autocast)
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
     threads: int | None = None  # torch intra-op threads; None: cores / processes
     # evaluation and checkpoints
@@ -78,8 +82,10 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         raise UserError("config does not follow the run schema (conf/config.yaml must list run_schema)")
     t = run.train
     checks = [
-        (t.precision in ("fp32", "bf16"), f"train.precision must be fp32 or bf16, not {t.precision!r}"),
-        (t.schedule in ("inverse_sqrt", "constant"), f"train.schedule must be inverse_sqrt or constant, not {t.schedule!r}"),
+        (t.precision in ("auto", "fp32", "bf16"), f"train.precision must be auto, fp32 or bf16, not {t.precision!r}"),
+        (t.schedule in ("linear", "inverse_sqrt", "constant"),
+         f"train.schedule must be linear, inverse_sqrt or constant, not {t.schedule!r}"),
+        (0.0 <= t.lr_floor <= 1.0, "train.lr_floor must be in [0, 1]"),
         (t.max_tokens > 0 and t.grad_accum > 0, "train.max_tokens and train.grad_accum must be positive"),
         (t.eval_every > 0 and t.log_every > 0, "train.eval_every and train.log_every must be positive"),
         (t.attention_every is None or t.attention_every >= 0, "train.attention_every must be >= 0 (0 turns it off)"),

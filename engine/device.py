@@ -19,3 +19,34 @@ def pick_device(name: str, option: str, local_rank: int = 0) -> torch.device:
         if device.index is None:
             device = torch.device("cuda", local_rank)
     return device
+
+
+def cpu_description() -> str:
+    """The CPU's vector capability as torch sees it, e.g. 'AVX2' or 'AVX512, AVX512-BF16'."""
+    features = [torch.backends.cpu.get_cpu_capability()]
+    features += [name for name, present in (("AVX512-BF16", torch.cpu._is_avx512_bf16_supported()),
+                                             ("AMX", torch.cpu._is_amx_tile_supported())) if present]
+    return ", ".join(features)
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether bf16 matmuls run in hardware: a CUDA GPU that supports bf16, or a CPU with
+    AVX512-BF16 or AMX. Elsewhere torch emulates bf16 on the CPU, tens of times slower than fp32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def choose_precision(requested: str, device: torch.device) -> tuple[str, str, bool]:
+    """(precision to train in, why, whether `why` is a warning). `auto` takes bf16 autocast
+    where it is native, else fp32; bf16 is honoured anywhere, with a warning where emulated."""
+    where = f"CUDA ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f"CPU ({cpu_description()})"
+    native = native_bf16(device)
+    if requested == "auto":
+        if native:
+            return "bf16", f"auto: bf16 autocast, native on this {where}", False
+        return "fp32", f"auto: fp32, since bf16 is not native on this {where}", False
+    if requested == "bf16" and not native:
+        return "bf16", (f"bf16 was asked for, but this {where} has no native bf16: autocast will "
+                        "emulate it and train many times slower than fp32 (train.precision=auto picks fp32)"), True
+    return requested, f"{requested}, as configured, on this {where}", False

@@ -28,9 +28,25 @@ class Distributed:
         """True on every rank if `flag` is true on some rank (so that all stop together)."""
         if self.world_size == 1:
             return flag
-        t = torch.tensor([float(flag)])
+        t = torch.tensor([float(flag)], device=self.device)  # nccl reduces only tensors on the GPU
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return bool(t.item())
+
+    def sum(self, value: float) -> float:
+        """The sum of `value` over all ranks, on every rank."""
+        if self.world_size == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        return t.item()
+
+    def broadcast(self, value: float) -> float:
+        """Rank 0's `value`, on every rank."""
+        if self.world_size == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.broadcast(t, src=0)
+        return t.item()
 
     def close(self) -> None:
         if self.world_size > 1:

@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 from omegaconf import DictConfig
@@ -16,7 +17,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from data import Tokenizer, UserError, prepare_data
 from engine.checkpoint import latest_step_checkpoint, resolve_checkpoint_path
 from engine.config import RunConfig, TrainConfig, to_run_config
-from engine.device import pick_device
+from engine.device import choose_precision, pick_device
 from engine.distributed import Distributed
 from engine.trainer import Trainer
 from model import TransformerConfig
@@ -40,12 +41,17 @@ def find_resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
     return latest_step_checkpoint(run_dir / "checkpoints")
 
 
-def train(cfg: DictConfig | RunConfig, run_dir: Path) -> dict:
-    """Train as configured, writing everything into `run_dir`; returns the results."""
-    started = time.time()
+def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float] = time.monotonic) -> dict:
+    """Train as configured, writing everything into `run_dir`; returns the results.
+
+    `clock` measures the time budget (tests pass a fake one)."""
+    started = clock()
     run = cfg if isinstance(cfg, RunConfig) else to_run_config(cfg)
     run_dir = Path(run_dir)
     device = pick_device(run.train.device, "train.device", int(os.environ.get("LOCAL_RANK", "0")))
+    precision, why, warn = choose_precision(run.train.precision, device)
+    (log.warning if warn else log.info)("precision: %s", why)
+    run = dataclasses.replace(run, train=dataclasses.replace(run.train, precision=precision))
     ddp = Distributed(device)
     try:
         torch.set_num_threads(run.train.threads or max(1, (os.cpu_count() or 1) // ddp.world_size))
@@ -56,7 +62,7 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path) -> dict:
         if ddp.is_main:
             ddp.barrier()
             data.tokenizer.save(run_dir)
-        trainer = Trainer(run, model_config_for(run.model, data.tokenizer), run_dir, data, device, ddp)
+        trainer = Trainer(run, model_config_for(run.model, data.tokenizer), run_dir, data, device, ddp, clock)
         log.info("model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
                  trainer.model.num_parameters() / 1e6, device, torch.get_num_threads(), ddp.world_size,
                  len(trainer.train_set))

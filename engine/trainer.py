@@ -9,6 +9,7 @@ import logging
 import math
 import sys
 import time
+from typing import Callable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -19,7 +20,6 @@ from omegaconf import OmegaConf
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
-from tqdm import tqdm
 
 from data import Batch, PreparedData, TokenBucketSampler, UserError, collate
 from engine.checkpoint import (atomic_save, average_checkpoints, latest_step_checkpoint, load_checkpoint,
@@ -27,7 +27,8 @@ from engine.checkpoint import (atomic_save, average_checkpoints, latest_step_che
 from engine.config import RunConfig
 from engine.distributed import Distributed
 from engine.evaluate import score_translations, validation_loss
-from engine.schedule import lr_lambda
+from engine.progress_bar import ProgressBar
+from engine.schedule import Schedule
 from engine.step import label_smoothed_loss, train_step
 from engine.translator import Translator
 from model import Transformer, TransformerConfig
@@ -90,18 +91,21 @@ def fitting(dataset, max_len: int):
 
 
 class Trainer:
-    """Holds a run's moving parts; `fit` trains, `finish` evaluates on the test sets."""
+    """Holds a run's moving parts; `fit` trains, `finish` evaluates on the test sets.
+
+    `clock` gives seconds for the time budget and the schedule's plan (tests pass a fake one).
+    """
 
     def __init__(self, run: RunConfig, model_cfg: TransformerConfig, run_dir: Path, data: PreparedData,
-                 device: torch.device, ddp: Distributed) -> None:
+                 device: torch.device, ddp: Distributed, clock: Callable[[], float] = time.monotonic) -> None:
         self.run, self.cfg, self.run_dir = run, run.train, run_dir
-        self.data, self.device, self.ddp = data, device, ddp
+        self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
         self.ckpt_dir = run_dir / "checkpoints"
         torch.manual_seed(run.seed)
         self.model = Transformer(model_cfg).to(device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, betas=tuple(self.cfg.betas),
                                            eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(self.cfg))
+        self.schedule = Schedule.from_config(self.cfg)
         self.criterion = label_smoothed_loss(model_cfg.pad_id, self.cfg.label_smoothing)
         self.progress = Progress()
         self.train_model = (DistributedDataParallel(self.model, device_ids=[device] if device.type == "cuda" else None)
@@ -137,7 +141,7 @@ class Trainer:
         rng = {"torch": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
-        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.schedule.state_dict(),
                  "progress": dataclasses.asdict(self.progress), "rng": rng}
         path = self.ckpt_dir / f"step_{self.progress.step:07d}.pt"
         atomic_save(make_checkpoint(self.model, self.data.tokenizer, self._meta(), state), path)
@@ -155,7 +159,7 @@ class Trainer:
         load_weights(self.model, checkpoint["model"], path)
         state = checkpoint["train_state"]
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        self.schedule.load_state_dict(state["scheduler"])
         self.progress = Progress(**state["progress"])
         torch.set_rng_state(state["rng"]["torch"].cpu())
         if "cuda" in state["rng"] and self.device.type == "cuda":
@@ -208,19 +212,46 @@ class Trainer:
 
     # --- training -------------------------------------------------------------------------
 
+    @property
+    def budget(self) -> float:
+        """Seconds the run may spend before its final evaluation (inf without a time budget)."""
+        cfg = self.cfg
+        return (cfg.max_minutes - cfg.reserve_minutes) * 60 if cfg.max_minutes is not None else math.inf
+
+    def last_step(self) -> int:
+        return min(self.cfg.max_steps, self.schedule.last_step or self.cfg.max_steps)
+
+    def plan_schedule(self, elapsed: float, session_start: tuple[int, float]) -> None:
+        """Fix the linear schedule's last step from this session's measured seconds per step,
+        validations and checkpoints included, so that the decay ends with the time budget."""
+        steps = self.progress.step - session_start[0]
+        per_step = (elapsed - session_start[1]) / max(steps, 1)
+        last = self.progress.step + int((self.budget - elapsed) / per_step)
+        self.schedule.plan(self.progress.step, min(last, self.cfg.max_steps))
+        log.info("schedule planned at step %d: %.2f s a step with validations, so the learning rate decays "
+                 "linearly to %g x peak at step %d", self.progress.step, per_step, self.schedule.floor,
+                 self.schedule.last_step)
+
     def fit(self, started: float) -> None:
+        """Train until max_steps, max_epochs, the schedule's last step or the time budget.
+
+        `started` is the clock() reading when this session of the run began (data
+        preparation counts against the budget)."""
         cfg, progress = self.cfg, self.progress
-        # training stops early enough for finish() to end within max_minutes
-        budget = (cfg.max_minutes - cfg.reserve_minutes) * 60 if cfg.max_minutes is not None else math.inf
+        budget = self.budget  # training stops early enough for finish() to end within max_minutes
         batches = micro_batches(self.loader, self.sampler, progress, cfg.max_epochs)
         self.train_model.train()
-        bar = tqdm(total=cfg.max_steps, initial=progress.step, unit="step", dynamic_ncols=True,
-                   disable=not self.ddp.is_main, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+
+        def elapsed() -> float:
+            return progress.elapsed + self.clock() - started
+
+        bar = ProgressBar(budget, cfg.max_steps, progress.step, elapsed(), enabled=self.ddp.is_main)
+        session_start = (progress.step, elapsed())
         attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
         log_loss = log_tokens = 0.0
-        log_time = time.time()
-        while progress.step < cfg.max_steps:
-            if self.ddp.any(progress.elapsed + time.time() - started > budget):
+        log_time = self.clock()
+        while progress.step < self.last_step():
+            if self.ddp.any(elapsed() > budget):
                 log.info("time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
                          cfg.max_minutes, cfg.reserve_minutes, progress.step)
                 break
@@ -229,6 +260,9 @@ class Trainer:
                 log.info("reached max_epochs=%d", cfg.max_epochs)
                 break
             n_tokens = sum(batch.n_tgt_tokens for _, _, batch in group)
+            lr = cfg.lr * self.schedule.factor(progress.step + 1)
+            for group_ in self.optimizer.param_groups:
+                group_["lr"] = lr
             # summed over tokens, divided by the step's tokens: every token counts alike
             result = train_step(self.train_model, self.optimizer, self.criterion, [b for _, _, b in group],
                                 n_tokens, self.autocast, cfg.clip_grad_norm, self.device)
@@ -237,27 +271,22 @@ class Trainer:
                 raise UserError(f"non-finite loss ({result.loss:.4g}) or gradient norm ({result.grad_norm:.4g}) at "
                                 f"step {progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
                                 "Try a lower train.lr or more train.warmup_steps")
-            self.scheduler.step()
             progress.step += 1
             progress.epoch, progress.position = group[-1][0], group[-1][1]
-            bar.update()
+            bar.advance(progress.step, elapsed())
             log_loss += result.loss
             log_tokens += n_tokens * self.ddp.world_size
 
             if self.ddp.is_main and progress.step % cfg.log_every == 0:
-                seconds = time.time() - log_time
-                lr = self.scheduler.get_last_lr()[0]
+                seconds = self.clock() - log_time
                 tok_s = log_tokens / max(seconds, 1e-9)
                 for tag, value in (("train/loss", log_loss / cfg.log_every), ("train/lr", lr),
                                    ("train/grad_norm", result.grad_norm), ("train/tokens_per_sec", tok_s)):
                     self.writer.add_scalar(tag, value, progress.step)
-                postfix = {"loss": f"{log_loss / cfg.log_every:.3f}", "lr": f"{lr:.2e}", "tok_s": f"{tok_s:.0f}",
-                           "epoch": progress.epoch}
-                if budget < math.inf:  # the step total is only a cap then; say what bounds the run
-                    postfix["left"] = f"{(budget - progress.elapsed - (time.time() - started)) / 60:.1f}min"
-                bar.set_postfix(postfix, refresh=False)
+                bar.show(step=progress.step, loss=f"{log_loss / cfg.log_every:.3f}", lr=f"{lr:.2e}",
+                         tok_s=f"{tok_s:.0f}", epoch=progress.epoch)
                 log_loss = log_tokens = 0.0
-                log_time = time.time()
+                log_time = self.clock()
 
             evaluate_now = progress.step % cfg.eval_every == 0
             checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
@@ -267,20 +296,23 @@ class Trainer:
                 self.evaluate()
             if self.ddp.is_main and attention_now:
                 self.log_attention()
+            if (evaluate_now and not self.schedule.planned and self.schedule.kind == "linear"
+                    and progress.step >= self.schedule.warmup_steps):
+                # every rank plans from rank 0's clock, so that all stop at the same step
+                self.plan_schedule(self.ddp.broadcast(elapsed()), session_start)
             if self.ddp.is_main and checkpoint_now:
-                progress.elapsed += time.time() - started
-                started = time.time()
+                progress.elapsed, started = elapsed(), self.clock()
                 self.save()
             if evaluate_now or checkpoint_now or attention_now:
                 self.ddp.barrier()
-                log_time = time.time()  # evaluation time is not training throughput
+                log_time = self.clock()  # evaluation time is not training throughput
         bar.close()
-        progress.elapsed += time.time() - started
+        progress.elapsed = elapsed()
 
     def finish(self) -> dict:
         """Final validation and checkpoint, optional averaging, then test BLEU with beam search."""
         cfg = self.cfg
-        started = time.time()
+        started = self.clock()
         if self.progress.step % cfg.eval_every != 0 or self.progress.best_bleu < 0:
             self.evaluate()
         if latest_step_checkpoint(self.ckpt_dir) != self.ckpt_dir / f"step_{self.progress.step:07d}.pt":
@@ -310,7 +342,7 @@ class Trainer:
             self.writer.add_scalar("test/bleu", scores.bleu, self.progress.step)
             log.info("%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s", split, scores.bleu, scores.bleu_lowercase,
                      scores.chrf, scores.bleu_signature)
-        results["total_minutes"] = round((self.progress.elapsed + time.time() - started) / 60, 2)
+        results["total_minutes"] = round((self.progress.elapsed + self.clock() - started) / 60, 2)
         results["peak_rss_mb"] = peak_rss_mb()
         log.info("%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",
                  results["total_minutes"], results["peak_rss_mb"])

@@ -57,6 +57,10 @@ class Tokenizer:
         return self.tgt.pad_id()
 
     @property
+    def unk_id(self) -> int:
+        return self.tgt.unk_id()
+
+    @property
     def bos_id(self) -> int:
         return self.tgt.bos_id()
 

@@ -7,7 +7,7 @@ import torch
 from data import Tokenizer
 from data.batching import pad
 from model import Transformer
-from model.search import Hypothesis, beam_search, greedy_search, max_output_length
+from model.search import Hypothesis, beam_search, greedy_search, output_limits
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,8 @@ class Translator:
 
     Args:
         beam_size: 1 is greedy search.
-        max_len_ratio, max_len_extra: outputs stop after ratio * source length + extra pieces.
+        max_len_ratio, max_len_extra: an output stops after ratio * its source's length + extra
+            pieces.
         batch_size: sentences decoded together (sorted by length, so batches pad little).
         use_cache: decode on the key/value cache (False only to measure or check it).
     """
@@ -57,7 +58,7 @@ class Translator:
         for start in range(0, len(order), self.batch_size):
             chunk = order[start: start + self.batch_size]
             src = pad([src_ids[i] for i in chunk]).to(self.device)
-            max_len = max_output_length(self.model, src, self.max_len_ratio, self.max_len_extra)
+            max_len = output_limits(self.model, src, self.max_len_ratio, self.max_len_extra)  # (B,)
             if self.beam_size == 1:
                 found = [[h] for h in greedy_search(self.model, src, max_len, self.use_cache)]
             else:

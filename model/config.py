@@ -28,6 +28,7 @@ class TransformerConfig:
     # Special ids: the tokenizer decides them and the engine copies them in (these defaults
     # are SentencePiece's ids as data/ trains it, for models built by hand in tests).
     pad_id: int = 0
+    unk_id: int = 1
     bos_id: int = 2
     eos_id: int = 3
 

@@ -4,6 +4,9 @@ Both searches decode one position per step on top of the key/value cache, so a s
 one position's worth of decoder work instead of re-running the whole prefix. With
 `use_cache=False` they re-run the prefix instead; that path exists to check the cache and to
 measure what it saves.
+
+Every sentence has its own length limit (from its own source length), so a translation never
+depends on what else is in the batch. Pad, bos and unk are never produced.
 """
 from dataclasses import dataclass
 
@@ -21,80 +24,94 @@ class Hypothesis:
     log_prob: float  # sum of the log-probabilities of the tokens and the final eos
 
 
-def max_output_length(model: Transformer, src: Tensor, ratio: float, extra: int) -> int:
-    """Longest output to allow: ratio * longest source + extra, capped by the model's max_len."""
-    src_len = int((src != model.cfg.pad_id).sum(1).max())
-    return max(1, min(int(ratio * src_len) + extra, model.cfg.max_len - 1))
+def output_limits(model: Transformer, src: Tensor, ratio: float, extra: int) -> Tensor:
+    """Most target tokens (eos not counted) for each sentence: ratio * its source length +
+    extra, at least 1, capped by the model's max_len. (B, S) -> (B,)."""
+    src_len = (src != model.cfg.pad_id).sum(1)
+    return (ratio * src_len).long().add(extra).clamp(1, model.cfg.max_len - 1)
+
+
+def _limits(max_len: int | Tensor, batch: int, device: torch.device) -> Tensor:
+    """One limit per sentence: a tensor as given, or the same int for all."""
+    if isinstance(max_len, Tensor):
+        return max_len.to(device)
+    return torch.full((batch,), max_len, dtype=torch.long, device=device)
 
 
 def _next_log_probs(model: Transformer, history: Tensor, memory: Tensor, src_mask: Tensor,
-                    cache: DecoderCache | None) -> Tensor:
-    """Log-probabilities (N, V) of the token after `history` (N, t), bos included."""
+                    cache: DecoderCache | None, at_limit: Tensor) -> Tensor:
+    """Log-probabilities (N, V) of the token after `history` (N, t), bos included.
+
+    Tokens that a translation may not contain get -inf; rows `at_limit` (N,) may only end.
+    The others keep the model's own log-probabilities (not renormalised), so a hypothesis
+    scores exactly what the model gives it.
+    """
     if cache is not None:
         logits, _, _ = model.decode(history[:, -1:], memory, src_mask, cache)
     else:
         logits, _, _ = model.decode(history, memory, src_mask)
-    return F.log_softmax(logits[:, -1].float(), dim=-1)
-
-
-def _greedy(model: Transformer, memory: Tensor, src_mask: Tensor, max_len: int, use_cache: bool) -> list[Hypothesis]:
-    batch, device = memory.size(0), memory.device
-    BOS_ID, EOS_ID, PAD_ID = model.cfg.bos_id, model.cfg.eos_id, model.cfg.pad_id
-    cache = model.new_cache() if use_cache else None
-    history = torch.full((batch, 1), BOS_ID, dtype=torch.long, device=device)
-    log_prob = torch.zeros(batch, device=device)
-    finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    for step in range(max_len + 1):
-        log_probs = _next_log_probs(model, history, memory, src_mask, cache)
-        if step == max_len:  # out of room: end every sentence here
-            token = torch.full((batch,), EOS_ID, dtype=torch.long, device=device)
-        else:
-            token = log_probs.argmax(-1)
-        token = token.masked_fill(finished, PAD_ID)
-        log_prob += log_probs.gather(1, token[:, None])[:, 0].masked_fill(finished, 0.0)
-        history = torch.cat([history, token[:, None]], dim=1)
-        finished |= token == EOS_ID
-        if finished.all():
-            break
-    hypotheses = []
-    for row, lp in zip(history[:, 1:].tolist(), log_prob.tolist()):
-        tokens = row[: row.index(EOS_ID)] if EOS_ID in row else row
-        hypotheses.append(Hypothesis(tokens, lp, lp))
-    return hypotheses
+    log_probs = F.log_softmax(logits[:, -1].float(), dim=-1)
+    cfg = model.cfg
+    log_probs[:, [cfg.pad_id, cfg.bos_id, cfg.unk_id]] = float("-inf")
+    if at_limit.any():
+        eos = log_probs[at_limit, cfg.eos_id]
+        log_probs[at_limit] = float("-inf")
+        log_probs[at_limit, cfg.eos_id] = eos
+    return log_probs
 
 
 @torch.no_grad()
-def greedy_search(model: Transformer, src: Tensor, max_len: int, use_cache: bool = True) -> list[Hypothesis]:
+def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_cache: bool = True
+                  ) -> list[Hypothesis]:
     """The most likely next token at every step.
 
     Args:
         src: (B, S) padded source ids.
-        max_len: most target tokens per sentence (eos not counted).
+        max_len: most target tokens (eos not counted): one int, or one per sentence (B,).
 
     Returns:
         one hypothesis per sentence (its score is its log-probability).
     """
     memory, src_mask, _ = model.encode(src)
-    return _greedy(model, memory, src_mask, max_len, use_cache)
+    batch, device = src.size(0), src.device
+    bos, eos, pad = model.cfg.bos_id, model.cfg.eos_id, model.cfg.pad_id
+    limits = _limits(max_len, batch, device)
+    cache = model.new_cache() if use_cache else None
+    history = torch.full((batch, 1), bos, dtype=torch.long, device=device)
+    log_prob = torch.zeros(batch, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    for step in range(int(limits.max()) + 1):
+        log_probs = _next_log_probs(model, history, memory, src_mask, cache, limits <= step)
+        token = log_probs.argmax(-1).masked_fill(finished, pad)
+        log_prob += log_probs.gather(1, token[:, None])[:, 0].masked_fill(finished, 0.0)
+        history = torch.cat([history, token[:, None]], dim=1)
+        finished |= token == eos
+        if finished.all():
+            break
+    hypotheses = []
+    for row, lp in zip(history[:, 1:].tolist(), log_prob.tolist()):
+        tokens = row[: row.index(eos)]
+        hypotheses.append(Hypothesis(tokens, lp, lp))
+    return hypotheses
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, length_penalty: float = 1.0,
+def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int | Tensor, length_penalty: float = 1.0,
                 n_best: int = 1, use_cache: bool = True) -> list[list[Hypothesis]]:
     """Batched beam search.
 
-    Each sentence keeps `beam_size` open hypotheses. At every step the best 2K extensions of
-    a sentence's beams are ranked; those ending in eos are finished, and the best K that do
-    not end continue. A sentence is done once it holds K finished
-    hypotheses, and leaves the batch so that it costs nothing more.
-
-    The greedy hypothesis competes too (one more decoder row per sentence): plain beam
-    search can prune greedy's path when other prefixes look better half-way and then end
-    worse, so without it the result could score below greedy's under the model.
+    Each sentence keeps K = `beam_size` live hypotheses. At every step the best 2K
+    extensions of a sentence's beams are ranked. Those ending in eos are finished only if
+    they rank within the best K (one ranked lower would not have survived as a beam either),
+    and the best K that do not end go on. A sentence is done, and leaves the batch, when K
+    hypotheses have finished (as in fairseq) or when no live beam can still beat its finished
+    ones: a live beam's log-probability only falls as it grows, so its best possible score is
+    its log-probability now over the longest length it may reach, to the power alpha.
 
     Args:
         src: (B, S) padded source ids.
-        max_len: most target tokens per hypothesis (eos not counted).
+        max_len: most target tokens per hypothesis (eos not counted): one int, or one per
+            sentence (B,).
         length_penalty: alpha in score = log_prob / length ** alpha (length counts eos);
             0 ranks by raw log-probability, 1 by log-probability per token.
         n_best: hypotheses returned per sentence (at most beam_size), best first.
@@ -103,39 +120,36 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, l
         for each sentence, its n_best hypotheses.
     """
     k = beam_size
-    BOS_ID, EOS_ID = model.cfg.bos_id, model.cfg.eos_id
     n_best = min(n_best, k)
+    bos, eos = model.cfg.bos_id, model.cfg.eos_id
     device = src.device
     memory, src_mask, _ = model.encode(src)
     batch = src.size(0)
-    greedy = _greedy(model, memory, src_mask, max_len, use_cache)
+    limits = _limits(max_len, batch, device)
     # every sentence's K beams sit next to each other: row b*K + j is beam j of sentence b
     memory = memory.repeat_interleave(k, dim=0)  # (B*K, S, d_model)
     src_mask = src_mask.repeat_interleave(k, dim=0)  # (B*K, 1, 1, S)
     cache = model.new_cache() if use_cache else None
-    history = torch.full((batch * k, 1), BOS_ID, dtype=torch.long, device=device)
+    history = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)
     # only beam 0 is live at the start, so the first step does not pick K copies of one token
     beam_scores = torch.full((batch, k), float("-inf"), device=device)
     beam_scores[:, 0] = 0.0
     active = list(range(batch))  # original index of each sentence still in the batch
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
 
-    for step in range(max_len + 1):
+    for step in range(int(limits.max()) + 1):
         n = len(active)
-        log_probs = _next_log_probs(model, history, memory, src_mask, cache)  # (n*K, V)
+        at_limit = (limits <= step).repeat_interleave(k)  # (n*K,)
+        log_probs = _next_log_probs(model, history, memory, src_mask, cache, at_limit)  # (n*K, V)
         vocab = log_probs.size(-1)
-        if step == max_len:  # out of room: only eos may follow
-            forced = torch.full_like(log_probs, float("-inf"))
-            forced[:, EOS_ID] = log_probs[:, EOS_ID]
-            log_probs = forced
         candidates = (beam_scores[:, :, None] + log_probs.view(n, k, vocab)).view(n, k * vocab)
         cand_scores, cand_index = candidates.topk(2 * k, dim=1)  # (n, 2K), best first
         cand_beam = torch.div(cand_index, vocab, rounding_mode="floor")
         cand_token = cand_index % vocab
-        ends = cand_token == EOS_ID
+        ends = cand_token == eos
 
-        # finish the candidates that end in eos
-        ending = (ends & torch.isfinite(cand_scores)).nonzero().tolist()
+        # 1. finish the eos candidates that rank within the best K of the step
+        ending = (ends[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
         if ending:
             prefixes = history[:, 1:].tolist()
             for row, rank in ending:
@@ -143,9 +157,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, l
                 log_prob = float(cand_scores[row, rank])
                 length = len(prefix) + 1
                 finished[active[row]].append(Hypothesis(prefix, log_prob / length ** length_penalty, log_prob))
-        done_rows = [row for row in range(n) if len(finished[active[row]]) >= k]
 
-        # the best K candidates that go on
+        # 2. the best K candidates that go on
         cand_scores = cand_scores.masked_fill(ends, float("-inf"))
         beam_scores, keep = cand_scores.topk(k, dim=1)  # (n, K)
         origin = (cand_beam.gather(1, keep) + torch.arange(n, device=device)[:, None] * k).view(-1)
@@ -154,19 +167,25 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int, l
         if cache is not None:
             cache.reorder(origin)
 
-        if done_rows or step == max_len:
-            done = set(done_rows)
-            live = [row for row in range(n) if row not in done] if step < max_len else []
+        # 3. sentences that are done leave the batch
+        best_possible = (beam_scores.max(1).values / (limits + 1).float() ** length_penalty).tolist()  # (n,)
+        done = []
+        for row in range(n):
+            hyps = finished[active[row]]
+            ranked = sorted((h.score for h in hyps), reverse=True)
+            if (len(hyps) >= k or step >= int(limits[row])
+                    or (len(ranked) >= n_best and ranked[n_best - 1] >= best_possible[row])):
+                done.append(row)
+        if done:
+            live = [row for row in range(n) if row not in set(done)]
             if not live:
                 break
-            rows = torch.tensor([r * k + j for r in live for j in range(k)], device=device)
+            live_t = torch.tensor(live, device=device)
+            rows = (live_t[:, None] * k + torch.arange(k, device=device)).view(-1)
             history, memory, src_mask = history[rows], memory[rows], src_mask[rows]
-            beam_scores = beam_scores[torch.tensor(live, device=device)]
+            beam_scores, limits = beam_scores[live_t], limits[live_t]
             if cache is not None:
                 cache.reorder(rows)
             active = [active[row] for row in live]
 
-    for hyps, g in zip(finished, greedy):
-        if all(h.tokens != g.tokens for h in hyps):
-            hyps.append(Hypothesis(g.tokens, g.log_prob / (len(g.tokens) + 1) ** length_penalty, g.log_prob))
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:n_best] for hyps in finished]

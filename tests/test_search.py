@@ -1,0 +1,112 @@
+"""Search (model/search.py) on stub models whose next-token probabilities are a table, so that
+the right answer is known exactly."""
+import math
+
+import pytest
+import torch
+
+from model import TransformerConfig
+from model.search import beam_search, greedy_search, output_limits
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+A, B, C, D = 4, 5, 6, 7
+VOCAB = 8
+
+
+class TableModel:
+    """A stand-in for Transformer: P(next | prefix) comes from `table` (prefix tuple ->
+    {token: probability}), or `default` for prefixes not listed; unlisted tokens share what
+    is left. Decodes without a cache."""
+
+    def __init__(self, table: dict[tuple, dict[int, float]], default: dict[int, float] | None = None) -> None:
+        self.cfg = TransformerConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, d_model=8, n_heads=1, max_len=32)
+        self.table, self.default = table, default or {EOS: 0.9}
+        self.decoder_calls = 0
+
+    def encode(self, src):
+        return torch.zeros(src.size(0), src.size(1), 1), (src != PAD)[:, None, None, :], []
+
+    def new_cache(self):
+        return None  # the search then hands decode() the whole prefix at every step
+
+    def decode(self, history, memory, src_mask, cache=None):
+        self.decoder_calls += 1
+        rows = []
+        for prefix in history[:, 1:].tolist():
+            listed = self.table.get(tuple(prefix), self.default)
+            rest = (1.0 - sum(listed.values())) / (VOCAB - len(listed))
+            rows.append(torch.tensor([listed.get(t, rest) for t in range(VOCAB)]).clamp_min(1e-9).log())
+        return torch.stack(rows)[:, None, :], [], []
+
+
+# bos -> a .40, b .35, eos .20: the empty translation's eos ranks 3rd of the first step.
+# "a" then mostly ends; "b c" is the most likely translation of all (.35 * .9 * .95 = 0.299),
+# but greedy takes "a" (.40) and ends there (.40 * .5 = 0.2).
+TRAP = {(): {A: 0.40, B: 0.35, EOS: 0.20},
+        (A,): {EOS: 0.50, D: 0.45}, (B,): {C: 0.90, EOS: 0.05},
+        (B, C): {EOS: 0.95}, (A, D): {EOS: 0.90}}
+
+
+def src(n=1):
+    return torch.full((n, 4), A)
+
+
+def test_low_ranked_early_eos_does_not_end_the_search():
+    """With K=2, the empty hypothesis (rank 3 of step 1) and "a" (step 2) finish; counting the
+    first toward K stopped the search before "b c" could finish."""
+    model = TableModel(TRAP)
+    best = beam_search(model, src(), beam_size=2, max_len=5, length_penalty=0.0)[0][0]
+    assert best.tokens == [B, C]
+    assert best.log_prob == pytest.approx(math.log(0.35 * 0.90 * 0.95), abs=1e-5)
+    assert greedy_search(model, src(), max_len=5)[0].tokens == [A]  # greedy cannot find it
+
+
+def test_search_stops_once_no_live_beam_can_win():
+    """eos at .9 first: no live beam (each below .05) can reach its score, so one decoder step."""
+    model = TableModel({(): {EOS: 0.90, A: 0.05, B: 0.04}})
+    best = beam_search(model, src(), beam_size=3, max_len=20, length_penalty=1.0)[0][0]
+    assert best.tokens == [] and model.decoder_calls == 1
+
+
+def test_length_penalty_bound_keeps_searching_while_a_longer_hypothesis_can_win():
+    """With alpha=1 a long hypothesis of high per-token probability beats a short one that
+    finished first: a live beam could still beat it, so the search goes on."""
+    table = {(): {EOS: 0.40, A: 0.50}, (A,): {A: 0.99}, (A, A): {A: 0.99}, (A, A, A): {EOS: 0.99}}
+    model = TableModel(table, default={C: 0.5, D: 0.49})  # other prefixes go on rather than end
+    best = beam_search(model, src(), beam_size=2, max_len=10, length_penalty=1.0)[0][0]
+    assert best.tokens == [A, A, A]  # log-prob -0.72 over 4 pieces (eos counts) against -0.92 over 1
+
+
+def test_beam_size_one_is_greedy():
+    for table in (TRAP, {(): {A: 0.35, B: 0.3, C: 0.25}, (A,): {B: 0.6}, (A, B): {EOS: 0.6}}):
+        model = TableModel(table)
+        assert (beam_search(model, src(), beam_size=1, max_len=6, length_penalty=0.0)[0][0].tokens
+                == greedy_search(model, src(), max_len=6)[0].tokens)
+
+
+def test_special_tokens_are_never_produced():
+    table = {(): {UNK: 0.5, PAD: 0.2, BOS: 0.2, A: 0.05}, (A,): {UNK: 0.6, B: 0.2}, (A, B): {EOS: 0.5}}
+    model = TableModel(table)
+    greedy = greedy_search(model, src(), max_len=6)[0].tokens
+    beams = beam_search(model, src(), beam_size=3, max_len=6, n_best=3)[0]
+    assert greedy == [A, B]
+    for tokens in [greedy] + [h.tokens for h in beams]:
+        assert not {PAD, UNK, BOS} & set(tokens)
+
+
+def test_each_sentence_has_its_own_length_limit():
+    """A sentence that never ends stops at its own limit, whatever the batch's longest source."""
+    model = TableModel({}, default={A: 0.6, B: 0.39})  # eos never ranks within the best K
+    sources = torch.tensor([[A, A, PAD, PAD, PAD, PAD], [A, A, A, A, A, A]])
+    limits = output_limits(model, sources, ratio=1.0, extra=1)
+    assert limits.tolist() == [3, 7]
+    assert [len(h.tokens) for h in greedy_search(model, sources, limits)] == [3, 7]
+    assert [len(hyps[0].tokens) for hyps in beam_search(model, sources, 2, limits)] == [3, 7]
+
+
+def test_n_best_hypotheses_are_distinct_and_ranked():
+    model = TableModel(TRAP)
+    hyps = beam_search(model, src(), beam_size=4, max_len=5, n_best=4, length_penalty=0.0)[0]
+    assert len(hyps) == 4
+    assert len({tuple(h.tokens) for h in hyps}) == 4
+    assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)

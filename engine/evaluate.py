@@ -1,25 +1,33 @@
 """Validation loss and translation quality (sacreBLEU, chrF)."""
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from sacrebleu.metrics import BLEU, CHRF
 from torch.utils.data import DataLoader
 
-from model import Transformer
+from data import Batch
+from model import AttentionMaps, Transformer
 
 
 @torch.no_grad()
-def validation_loss(model: Transformer, loader: DataLoader, device: torch.device, autocast) -> tuple[float, float]:
-    """Mean negative log-likelihood per target token (no label smoothing) and perplexity."""
+def validation_loss(model: Transformer, loader: DataLoader, device: torch.device, autocast,
+                    on_attention: Callable[[Batch, AttentionMaps], None] | None = None) -> tuple[float, float]:
+    """Mean negative log-likelihood per target token (no label smoothing) and perplexity.
+
+    `on_attention`, if given, receives each batch with the attention maps of its forward pass
+    (per-head statistics come from the same pass as the loss)."""
     was_training = model.training
     model.eval()
     total_nll, total_tokens = 0.0, 0
     for batch in loader:
         batch = batch.to(device)
         with autocast():
-            logits, _ = model(batch.src, batch.tgt_in)
+            logits, attention = model(batch.src, batch.tgt_in, return_attention=on_attention is not None)
+        if on_attention is not None:
+            on_attention(batch, attention)
         total_nll += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(),
                                      ignore_index=model.cfg.pad_id, reduction="sum").item()
         total_tokens += batch.n_tgt_tokens

@@ -20,9 +20,17 @@ from omegaconf.errors import OmegaConfBaseException
 
 from data import UserError
 from engine.config import register_configs
+from engine.interrupt import Interrupted
 from engine.run import train
 
 register_configs()
+
+
+def continue_command(run_dir: Path) -> str:
+    """The command that continues this run: the same overrides in the same folder (its own
+    checkpoints then come first, so train.resume/init_from are left out)."""
+    kept = [a for a in sys.argv[1:] if not a.startswith(("train.resume=", "train.init_from=", "hydra.run.dir="))]
+    return " ".join(["python train.py", *kept, f"hydra.run.dir={run_dir}"])
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -33,9 +41,11 @@ def main(cfg: DictConfig) -> None:
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
-    except KeyboardInterrupt:
-        print(f"\ninterrupted; continue with: python train.py {' '.join(sys.argv[1:])} hydra.run.dir={run_dir}",
-              file=sys.stderr)
+    except Interrupted as e:
+        print(f"\nstopped by {e}; continue with: {continue_command(run_dir)}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:  # before training started, after it ended, or a second Ctrl-C
+        print(f"\ninterrupted; continue with: {continue_command(run_dir)}", file=sys.stderr)
         sys.exit(130)
 
 
@@ -62,3 +72,6 @@ if __name__ == "__main__":
     except (HydraException, OmegaConfBaseException) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
+    except OSError as e:  # e.g. a hydra.run.dir that cannot be created, a full disk
+        print(f"error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""), file=sys.stderr)
+        sys.exit(1)

@@ -13,7 +13,8 @@ from data import Tokenizer, UserError
 from model import Transformer, TransformerConfig
 
 FORMAT = "minitrans"
-VERSION = 2  # 2: W_Q, W_K, W_V stacked in one in_proj per attention module
+VERSION = 3  # 2: W_Q, W_K, W_V stacked in one in_proj; 3: every rank's random state, the planned schedule
+WEIGHTS_SINCE = 2  # the weights and model config have not changed since: older files still translate
 
 
 def atomic_save(obj: dict, path: Path) -> None:
@@ -76,8 +77,11 @@ def latest_step_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    """Read and check a checkpoint; every way it can be wrong is a one-line UserError."""
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu", for_training: bool = False) -> dict:
+    """Read and check a checkpoint; every way it can be wrong is a one-line UserError.
+
+    For its weights any version since WEIGHTS_SINCE will do; to resume training from it
+    (`for_training`), only this version's training state."""
     path = Path(path)
     try:
         stream = open(path, "rb")
@@ -91,9 +95,12 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             raise UserError(f"{path} is not a readable minitrans checkpoint ({type(e).__name__})") from None
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise UserError(f"{path} is not a minitrans checkpoint")
-    if checkpoint.get("version") != VERSION:
-        raise UserError(f"{path} has checkpoint format version {checkpoint.get('version')}; "
-                        f"this minitrans reads version {VERSION}")
+    version = checkpoint.get("version")
+    readable = [VERSION] if for_training else list(range(WEIGHTS_SINCE, VERSION + 1))
+    if version not in readable:
+        what = "resumes training from" if for_training else "reads"
+        versions = f"version {VERSION}" if len(readable) == 1 else f"versions {readable[0]}-{readable[-1]}"
+        raise UserError(f"{path} has checkpoint format version {version}; this minitrans {what} {versions}")
     return checkpoint
 
 

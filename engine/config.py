@@ -56,7 +56,9 @@ class TrainConfig:
     attention_probes: int = 3
     attention_sentences: list[str] = field(default_factory=list)
     attention_every: int | None = None  # steps; None: at every validation; 0: never
-    resume: str | None = None  # checkpoint file or run folder to continue from
+    # where a new run folder starts from (a folder's own checkpoints always come first):
+    resume: str | None = None  # continue that run (checkpoint file or run folder) here, exactly
+    init_from: str | None = None  # a new run from those weights (checkpoint file or run folder)
 
 
 @dataclass
@@ -80,8 +82,24 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         raise UserError(f"invalid config: {str(e).splitlines()[0]}") from None
     if not isinstance(run, RunConfig):  # a config composed without the schema (plain dicts)
         raise UserError("config does not follow the run schema (conf/config.yaml must list run_schema)")
-    t = run.train
+    t, m = run.train, run.model
     checks = [
+        (t.lr > 0, f"train.lr must be positive, not {t.lr}"),
+        (len(t.betas) == 2 and all(0.0 <= b < 1.0 for b in t.betas),
+         f"train.betas must be two numbers in [0, 1), not {list(t.betas)}"),
+        (t.eps > 0, f"train.eps must be positive, not {t.eps}"),
+        (t.weight_decay >= 0, f"train.weight_decay must be >= 0, not {t.weight_decay}"),
+        (t.warmup_steps >= 0, f"train.warmup_steps must be >= 0, not {t.warmup_steps}"),
+        (t.clip_grad_norm is None or t.clip_grad_norm > 0,
+         "train.clip_grad_norm must be positive (or null: no clipping)"),
+        (t.max_steps > 0 and t.max_epochs > 0, "train.max_steps and train.max_epochs must be positive"),
+        (t.max_minutes is None or t.max_minutes > 0, "train.max_minutes must be positive (or null: no time limit)"),
+        (t.length_penalty >= 0, f"train.length_penalty must be >= 0, not {t.length_penalty}"),
+        (0.0 <= m.dropout < 1.0 and 0.0 <= m.attention_dropout < 1.0,
+         "model.dropout and model.attention_dropout must be in [0, 1)"),
+        (all(s.strip() for s in t.attention_sentences), "train.attention_sentences holds an empty sentence"),
+        (not (t.resume and t.init_from), "give train.resume (continue a run) or train.init_from (start from its "
+                                         "weights), not both"),
         (t.precision in ("auto", "fp32", "bf16"), f"train.precision must be auto, fp32 or bf16, not {t.precision!r}"),
         (t.schedule in ("linear", "inverse_sqrt", "constant"),
          f"train.schedule must be linear, inverse_sqrt or constant, not {t.schedule!r}"),

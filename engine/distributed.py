@@ -13,6 +13,8 @@ class Distributed:
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = 0
         if self.world_size > 1:
+            if device.type == "cuda":
+                torch.cuda.set_device(device)  # nccl's object collectives use the current device
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
             self.rank = dist.get_rank()
 
@@ -23,6 +25,10 @@ class Distributed:
     def barrier(self) -> None:
         if self.world_size > 1:
             dist.barrier()
+
+    def rank_seed(self, seed: int) -> int:
+        """The seed of this rank's random stream (dropout): its own, from (seed, rank)."""
+        return seed + 1_000_003 * self.rank
 
     def any(self, flag: bool) -> bool:
         """True on every rank if `flag` is true on some rank (so that all stop together)."""
@@ -39,6 +45,20 @@ class Distributed:
         t = torch.tensor([value], dtype=torch.float64, device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
         return t.item()
+
+    def token_normalizer(self, n_tokens: int) -> float:
+        """What this rank divides its summed loss by: the step's target tokens on all ranks over
+        the world size. DDP averages gradients over ranks, so the result is the gradient of the
+        mean loss per token of the whole step, however unevenly the tokens fell on the ranks."""
+        return self.sum(n_tokens) / self.world_size
+
+    def gather(self, obj: object) -> list:
+        """Every rank's `obj` in rank order (on every rank)."""
+        if self.world_size == 1:
+            return [obj]
+        out: list = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
 
     def broadcast(self, value: float) -> float:
         """Rank 0's `value`, on every rank."""

@@ -19,6 +19,7 @@ from engine.checkpoint import latest_step_checkpoint, resolve_checkpoint_path
 from engine.config import RunConfig, TrainConfig, to_run_config
 from engine.device import choose_precision, pick_device
 from engine.distributed import Distributed
+from engine.report import finish
 from engine.trainer import Trainer
 from model import TransformerConfig
 
@@ -26,19 +27,31 @@ log = logging.getLogger("train")
 
 
 def model_config_for(model: TransformerConfig, tokenizer: Tokenizer) -> TransformerConfig:
-    """The configured shape with the vocabulary sizes and special ids the tokenizer has."""
+    """The configured shape with the vocabulary sizes and special ids the tokenizer has.
+
+    Separate source and target vocabularies never share an embedding, even of equal size: the
+    same id means unrelated pieces on the two sides."""
     try:
         return dataclasses.replace(model, src_vocab_size=tokenizer.src_vocab_size,
                                    tgt_vocab_size=tokenizer.tgt_vocab_size, pad_id=tokenizer.pad_id,
-                                   bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+                                   unk_id=tokenizer.unk_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
+                                   # one embedding for both sides only where they share one vocabulary
+                                   share_embeddings=model.share_embeddings and tokenizer.joint)
     except ValueError as e:
         raise UserError(f"model does not fit the tokenizer: {e}") from None
 
 
-def find_resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
-    if cfg.resume:
-        return resolve_checkpoint_path(cfg.resume, prefer=None)  # a run folder: its latest step
-    return latest_step_checkpoint(run_dir / "checkpoints")
+def start(trainer: Trainer, cfg: TrainConfig, run_dir: Path) -> None:
+    """Where training starts from. The run folder's own newest checkpoint comes first (the
+    same command continues an interrupted run, whatever else it says); else `train.resume`
+    continues another run here; else `train.init_from` starts a new run from its weights."""
+    own = latest_step_checkpoint(run_dir / "checkpoints")
+    if own is not None:
+        trainer.resume(own)
+    elif cfg.resume:
+        trainer.resume(resolve_checkpoint_path(cfg.resume, prefer=None))  # a run folder: its latest step
+    elif cfg.init_from:
+        trainer.init_from(resolve_checkpoint_path(cfg.init_from))  # a run folder: its best weights
 
 
 def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float] = time.monotonic) -> dict:
@@ -62,19 +75,20 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
         if ddp.is_main:
             ddp.barrier()
             data.tokenizer.save(run_dir)
-        trainer = Trainer(run, model_config_for(run.model, data.tokenizer), run_dir, data, device, ddp, clock)
+        model_cfg = model_config_for(run.model, data.tokenizer)
+        if run.model.share_embeddings and not model_cfg.share_embeddings:
+            log.info("separate source and target vocabularies: each side gets its own embedding")
+        trainer = Trainer(run, model_cfg, run_dir, data, device, ddp, clock)
         log.info("model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
                  trainer.model.num_parameters() / 1e6, device, torch.get_num_threads(), ddp.world_size,
                  len(trainer.train_set))
-        resume_from = find_resume_checkpoint(run.train, run_dir)
-        if resume_from is not None:
-            trainer.resume(resume_from)
+        start(trainer, run.train, run_dir)
         with logging_redirect_tqdm():
             trainer.fit(started)
             checksum = sum(p.detach().double().sum().item() for p in trainer.model.parameters())
             log.info("rank %d/%d stopped at step %d, parameter checksum %.15e", ddp.rank, ddp.world_size,
                      trainer.progress.step, checksum)
-            results = trainer.finish() if ddp.is_main else {}
+            results = finish(trainer) if ddp.is_main else {}
         ddp.barrier()
         return results
     finally:

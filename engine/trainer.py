@@ -1,13 +1,14 @@
-"""The training loop: steps, validation, attention maps, checkpoints, the final test.
+"""The training loop: steps, validation, attention maps, checkpoints.
 
-`Trainer` holds a run's moving parts; `fit` trains until a limit is reached and `finish`
-evaluates the best checkpoint on the test sets. engine/run.py builds it from a config.
+`Trainer` holds a run's moving parts and `fit` trains until a limit is reached;
+engine/report.py then evaluates the best weights on the test sets. engine/run.py builds both
+from a config.
 """
 import dataclasses
-import json
 import logging
 import math
-import sys
+import shutil
+import signal
 import time
 from typing import Callable
 from dataclasses import dataclass
@@ -22,11 +23,13 @@ from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
 from data import Batch, PreparedData, TokenBucketSampler, UserError, collate
-from engine.checkpoint import (atomic_save, average_checkpoints, latest_step_checkpoint, load_checkpoint,
-                               load_weights, make_checkpoint, step_checkpoints)
+from engine.checkpoint import (atomic_save, latest_step_checkpoint, load_checkpoint, load_weights, make_checkpoint,
+                               step_checkpoints)
 from engine.config import RunConfig
 from engine.distributed import Distributed
 from engine.evaluate import score_translations, validation_loss
+from engine.head_stats import HeadStatistics, log_head_statistics, scalar_layout
+from engine.interrupt import Interrupted, StopOnSignal
 from engine.progress_bar import ProgressBar
 from engine.schedule import Schedule
 from engine.step import label_smoothed_loss, train_step
@@ -60,27 +63,6 @@ def micro_batches(loader: DataLoader, sampler: TokenBucketSampler, progress: Pro
         epoch, position = epoch + 1, 0
 
 
-def flat_hparams(run: RunConfig) -> dict:
-    """Scalar settings for TensorBoard's hparams view."""
-    out = {}
-    for group in ("model", "data", "train"):
-        for key, value in dataclasses.asdict(getattr(run, group)).items():
-            if isinstance(value, (int, float, str, bool)):
-                out[f"{group}.{key}"] = value
-    out["data.vocab_size"] = run.data.tokenizer.vocab_size
-    return out
-
-
-def peak_rss_mb() -> int | None:
-    """Peak resident memory of this process so far; None where the OS does not say (Windows)."""
-    try:
-        import resource
-    except ImportError:
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024))  # bytes on macOS, KiB on Linux
-
-
 def fitting(dataset, max_len: int):
     """Pairs the model can take whole (source, and target plus bos/eos, within max_len)."""
     keep = [i for i, (s, t) in enumerate(zip(dataset["src_ids"], dataset["tgt_ids"]))
@@ -91,7 +73,7 @@ def fitting(dataset, max_len: int):
 
 
 class Trainer:
-    """Holds a run's moving parts; `fit` trains, `finish` evaluates on the test sets.
+    """Holds a run's moving parts (model, optimizer, schedule, data, progress); `fit` trains.
 
     `clock` gives seconds for the time budget and the schedule's plan (tests pass a fake one).
     """
@@ -101,13 +83,17 @@ class Trainer:
         self.run, self.cfg, self.run_dir = run, run.train, run_dir
         self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
         self.ckpt_dir = run_dir / "checkpoints"
-        torch.manual_seed(run.seed)
+        torch.manual_seed(run.seed)  # the same initial weights on every rank
         self.model = Transformer(model_cfg).to(device)
+        if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
+            torch.manual_seed(ddp.rank_seed(run.seed))
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, betas=tuple(self.cfg.betas),
                                            eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
         self.schedule = Schedule.from_config(self.cfg)
         self.criterion = label_smoothed_loss(model_cfg.pad_id, self.cfg.label_smoothing)
         self.progress = Progress()
+        self.last_grad_norm = math.nan
+        self.saved_step: int | None = None  # of the newest full checkpoint this session wrote
         self.train_model = (DistributedDataParallel(self.model, device_ids=[device] if device.type == "cuda" else None)
                             if ddp.world_size > 1 else self.model)
 
@@ -123,6 +109,8 @@ class Trainer:
         self.val_loader = DataLoader(val, collate_fn=collate, generator=torch.Generator(), batch_sampler=TokenBucketSampler(
             [len(x) for x in val["src_ids"]], [len(x) for x in val["tgt_ids"]], self.cfg.max_tokens, shuffle=False))
         self.writer = SummaryWriter(log_dir=str(run_dir)) if ddp.is_main else None
+        if self.writer is not None:  # per-head statistics: a chart per kind, layer and statistic
+            self.writer.add_custom_scalars(scalar_layout(model_cfg.n_encoder_layers, model_cfg.n_decoder_layers))
         n = min(self.cfg.attention_probes, len(data.text["val"]))
         self.probes = ([(src, ref) for src, ref in zip(data.text["val"]["src"][:n], data.text["val"]["tgt"][:n])]
                        + [(sentence, None) for sentence in self.cfg.attention_sentences])
@@ -137,23 +125,44 @@ class Trainer:
                 "step": self.progress.step, "config": OmegaConf.to_yaml(OmegaConf.structured(self.run))}
 
     def save(self) -> Path:
-        """Full checkpoint of the current step; keeps the newest `keep_last` of them."""
+        """Full checkpoint of the current step; keeps the newest `keep_last` of them.
+
+        Called on every rank (each rank's random state goes in); rank 0 writes."""
         rng = {"torch": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
-        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.schedule.state_dict(),
-                 "progress": dataclasses.asdict(self.progress), "rng": rng}
+        ranks_rng = self.ddp.gather(rng)
         path = self.ckpt_dir / f"step_{self.progress.step:07d}.pt"
-        atomic_save(make_checkpoint(self.model, self.data.tokenizer, self._meta(), state), path)
-        keep = max(self.cfg.keep_last, self.cfg.average_last)
-        for old in step_checkpoints(self.ckpt_dir)[:-keep]:
-            old.unlink()
+        if self.ddp.is_main:
+            state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.schedule.state_dict(),
+                     "progress": dataclasses.asdict(self.progress), "rng": ranks_rng}
+            atomic_save(make_checkpoint(self.model, self.data.tokenizer, self._meta(), state), path)
+            keep = max(self.cfg.keep_last, self.cfg.average_last)
+            for old in step_checkpoints(self.ckpt_dir)[:-keep]:
+                old.unlink()
+        self.ddp.barrier()
+        self.saved_step = self.progress.step
         return path
 
+    def _check_same_data(self, checkpoint: dict, path: Path) -> None:
+        """A checkpoint's weights mean something only with its languages and tokenizer."""
+        meta, data = checkpoint.get("meta", {}), self.run.data
+        theirs, ours = (meta.get("src_lang"), meta.get("tgt_lang")), (data.src_lang, data.tgt_lang)
+        if theirs != ours:
+            raise UserError(f"{path} translates {theirs[0]}->{theirs[1]}, but this run is {ours[0]}->{ours[1]}")
+        tokenizer = checkpoint["tokenizer"]
+        if (tokenizer["src"], tokenizer["tgt"]) != (self.data.tokenizer.src_model, self.data.tokenizer.tgt_model):
+            raise UserError(f"{path} was trained with another tokenizer than this run's data.tokenizer settings "
+                            "make (vocabulary size, type or training data differ)")
+
     def resume(self, path: Path) -> None:
-        checkpoint = load_checkpoint(path, map_location=self.device)
+        """Continue the run saved in `path` exactly where it stopped: weights, optimizer,
+        schedule, data position, random state, best score and time spent."""
+        checkpoint = load_checkpoint(path, map_location=self.device, for_training=True)
         if "train_state" not in checkpoint:
-            raise UserError(f"{path} holds weights only (no training state) and cannot be resumed")
+            raise UserError(f"{path} holds weights only (no training state) and cannot be resumed; "
+                            "train.init_from starts a new run from its weights")
+        self._check_same_data(checkpoint, path)
         if checkpoint["model_config"] != self.model.cfg.to_dict():
             raise UserError(f"{path} was trained with a different model config; resume with the same settings")
         load_weights(self.model, checkpoint["model"], path)
@@ -161,12 +170,34 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.schedule.load_state_dict(state["scheduler"])
         self.progress = Progress(**state["progress"])
-        torch.set_rng_state(state["rng"]["torch"].cpu())
-        if "cuda" in state["rng"] and self.device.type == "cuda":
-            torch.cuda.set_rng_state(state["rng"]["cuda"].cpu(), self.device)
-        if self.ddp.rank > 0:  # each rank draws its own dropout masks
-            torch.manual_seed(self.run.seed + self.ddp.rank + self.progress.step)
+        if len(state["rng"]) == self.ddp.world_size:
+            rng = state["rng"][self.ddp.rank]
+            torch.set_rng_state(rng["torch"].cpu())
+            if "cuda" in rng and self.device.type == "cuda":
+                torch.cuda.set_rng_state(rng["cuda"].cpu(), self.device)
+        else:  # another number of processes: the same data order, but new dropout masks
+            torch.manual_seed(self.ddp.rank_seed(self.run.seed) + self.progress.step)
+            log.warning("%s was written by %d process(es), this run has %d: dropout masks will differ from an "
+                        "uninterrupted run", path, len(state["rng"]), self.ddp.world_size)
+        best, own_best = path.parent / "best.pt", self.ckpt_dir / "best.pt"
+        if best.resolve() != own_best.resolve():  # continuing another folder's run here
+            # its best weights come along if they are from this point of the run or before
+            if best.is_file() and load_checkpoint(best)["meta"].get("step", math.inf) <= self.progress.step:
+                if self.ddp.is_main:
+                    self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(best, own_best)
+            else:  # nothing to compare with: the next validation makes the best checkpoint
+                self.progress.best_bleu = -1.0
         log.info("resumed from %s at step %d (epoch %d)", path, self.progress.step, self.progress.epoch)
+
+    def init_from(self, path: Path) -> None:
+        """Start this new run from the weights in `path`; optimizer, schedule, data order,
+        scores and time budget start afresh (fine-tuning, or a second run from a first)."""
+        checkpoint = load_checkpoint(path, map_location=self.device)
+        self._check_same_data(checkpoint, path)
+        load_weights(self.model, checkpoint["model"], path)
+        log.info("weights initialised from %s (step %s); everything else starts anew", path,
+                 checkpoint.get("meta", {}).get("step", "?"))
 
     # --- evaluation -----------------------------------------------------------------------
 
@@ -175,10 +206,15 @@ class Trainer:
                           length_penalty=self.cfg.length_penalty)
 
     def evaluate(self) -> float:
-        """Validation loss, perplexity and BLEU; logs them and keeps the best checkpoint."""
+        """Validation loss, perplexity, per-head attention statistics and BLEU; logs them and
+        keeps the best checkpoint."""
         t0 = time.time()
         step = self.progress.step
-        val_nll, val_ppl = validation_loss(self.model, self.val_loader, self.device, self.autocast)
+        heads = HeadStatistics(self.data.tokenizer)
+        val_nll, val_ppl = validation_loss(self.model, self.val_loader, self.device, self.autocast, heads.add)
+        t_heads = time.time()
+        log_head_statistics(self.writer, heads.result(), step)
+        t_heads = time.time() - t_heads
         val_text = self.data.text["val"]
         hyps = self.translator(self.cfg.eval_beam_size).translate(list(val_text["src"]))
         bleu = score_translations(hyps, list(val_text["tgt"])).bleu
@@ -193,8 +229,8 @@ class Trainer:
             self.progress.best_bleu = bleu
             atomic_save(make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
                         self.ckpt_dir / "best.pt")
-        log.info("step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs", step, val_nll, val_ppl, bleu,
-                 " (best)" if improved else "", time.time() - t0)
+        log.info("step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs (head statistics logged in %.1fs)", step,
+                 val_nll, val_ppl, bleu, " (best)" if improved else "", time.time() - t0, t_heads)
         return bleu
 
     def log_attention(self) -> None:
@@ -225,130 +261,99 @@ class Trainer:
         """Fix the linear schedule's last step from this session's measured seconds per step,
         validations and checkpoints included, so that the decay ends with the time budget."""
         steps = self.progress.step - session_start[0]
-        per_step = (elapsed - session_start[1]) / max(steps, 1)
+        per_step = max((elapsed - session_start[1]) / max(steps, 1), 1e-6)  # a clock that did not move
         last = self.progress.step + int((self.budget - elapsed) / per_step)
         self.schedule.plan(self.progress.step, min(last, self.cfg.max_steps))
         log.info("schedule planned at step %d: %.2f s a step with validations, so the learning rate decays "
                  "linearly to %g x peak at step %d", self.progress.step, per_step, self.schedule.floor,
                  self.schedule.last_step)
 
+    def step(self, batches: list[Batch]) -> tuple[float, float, float]:
+        """One optimizer step on this rank's `batches`: (lr, loss per token, global tokens)."""
+        n_tokens = sum(batch.n_tgt_tokens for batch in batches)
+        normalizer = self.ddp.token_normalizer(n_tokens)  # every token of the step counts alike
+        lr = self.cfg.lr * self.schedule.factor(self.progress.step + 1)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        result = train_step(self.train_model, self.optimizer, self.criterion, batches, normalizer, self.autocast,
+                            self.cfg.clip_grad_norm, self.device)
+        if not result.updated:
+            last_good = latest_step_checkpoint(self.ckpt_dir)
+            raise UserError(f"non-finite loss ({result.loss:.4g}) or gradient norm ({result.grad_norm:.4g}) at "
+                            f"step {self.progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
+                            "Try a lower train.lr or more train.warmup_steps")
+        self.last_grad_norm = result.grad_norm
+        return lr, result.loss * normalizer / n_tokens, normalizer * self.ddp.world_size
+
     def fit(self, started: float) -> None:
-        """Train until max_steps, max_epochs, the schedule's last step or the time budget.
+        """Train until max_steps, max_epochs, the schedule's last step or the time budget,
+        then save the last step's checkpoint. On SIGINT or SIGTERM: save after the current
+        step and raise Interrupted.
 
         `started` is the clock() reading when this session of the run began (data
         preparation counts against the budget)."""
-        cfg, progress = self.cfg, self.progress
-        budget = self.budget  # training stops early enough for finish() to end within max_minutes
+        cfg, progress, ddp = self.cfg, self.progress, self.ddp
         batches = micro_batches(self.loader, self.sampler, progress, cfg.max_epochs)
         self.train_model.train()
 
         def elapsed() -> float:
             return progress.elapsed + self.clock() - started
 
-        bar = ProgressBar(budget, cfg.max_steps, progress.step, elapsed(), enabled=self.ddp.is_main)
+        bar = ProgressBar(self.budget, cfg.max_steps, progress.step, elapsed(), enabled=ddp.is_main)
         session_start = (progress.step, elapsed())
         attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
         log_loss = log_tokens = 0.0
         log_time = self.clock()
-        while progress.step < self.last_step():
-            if self.ddp.any(elapsed() > budget):
-                log.info("time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
-                         cfg.max_minutes, cfg.reserve_minutes, progress.step)
-                break
-            group = list(islice(batches, cfg.grad_accum))
-            if not group:
-                log.info("reached max_epochs=%d", cfg.max_epochs)
-                break
-            n_tokens = sum(batch.n_tgt_tokens for _, _, batch in group)
-            lr = cfg.lr * self.schedule.factor(progress.step + 1)
-            for group_ in self.optimizer.param_groups:
-                group_["lr"] = lr
-            # summed over tokens, divided by the step's tokens: every token counts alike
-            result = train_step(self.train_model, self.optimizer, self.criterion, [b for _, _, b in group],
-                                n_tokens, self.autocast, cfg.clip_grad_norm, self.device)
-            if not result.updated:
-                last_good = latest_step_checkpoint(self.ckpt_dir)
-                raise UserError(f"non-finite loss ({result.loss:.4g}) or gradient norm ({result.grad_norm:.4g}) at "
-                                f"step {progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
-                                "Try a lower train.lr or more train.warmup_steps")
-            progress.step += 1
-            progress.epoch, progress.position = group[-1][0], group[-1][1]
-            bar.advance(progress.step, elapsed())
-            log_loss += result.loss
-            log_tokens += n_tokens * self.ddp.world_size
+        with StopOnSignal() as stop:
+            while progress.step < self.last_step():
+                if ddp.any(stop.signum is not None):
+                    progress.elapsed, started = elapsed(), self.clock()
+                    path = self.save()
+                    bar.close()
+                    raise Interrupted(stop.signum or signal.SIGTERM, progress.step, path)  # SIGTERM: another rank's
+                if ddp.any(elapsed() > self.budget):
+                    log.info("time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
+                             cfg.max_minutes, cfg.reserve_minutes, progress.step)
+                    break
+                group = list(islice(batches, cfg.grad_accum))
+                if not group:
+                    log.info("reached max_epochs=%d", cfg.max_epochs)
+                    break
+                lr, loss, tokens = self.step([batch for _, _, batch in group])
+                progress.step += 1
+                progress.epoch, progress.position = group[-1][0], group[-1][1]
+                bar.advance(progress.step, elapsed())
+                log_loss += loss
+                log_tokens += tokens
 
-            if self.ddp.is_main and progress.step % cfg.log_every == 0:
-                seconds = self.clock() - log_time
-                tok_s = log_tokens / max(seconds, 1e-9)
-                for tag, value in (("train/loss", log_loss / cfg.log_every), ("train/lr", lr),
-                                   ("train/grad_norm", result.grad_norm), ("train/tokens_per_sec", tok_s)):
-                    self.writer.add_scalar(tag, value, progress.step)
-                bar.show(step=progress.step, loss=f"{log_loss / cfg.log_every:.3f}", lr=f"{lr:.2e}",
-                         tok_s=f"{tok_s:.0f}", epoch=progress.epoch)
-                log_loss = log_tokens = 0.0
-                log_time = self.clock()
+                if ddp.is_main and progress.step % cfg.log_every == 0:
+                    tok_s = log_tokens / max(self.clock() - log_time, 1e-9)
+                    for tag, value in (("train/loss", log_loss / cfg.log_every), ("train/lr", lr),
+                                       ("train/grad_norm", self.last_grad_norm), ("train/tokens_per_sec", tok_s)):
+                        self.writer.add_scalar(tag, value, progress.step)
+                    bar.show(step=progress.step, loss=f"{log_loss / cfg.log_every:.3f}", lr=f"{lr:.2e}",
+                             tok_s=f"{tok_s:.0f}", epoch=progress.epoch)
+                    log_loss = log_tokens = 0.0
+                    log_time = self.clock()
 
-            evaluate_now = progress.step % cfg.eval_every == 0
-            checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
-            attention_now = attention_every > 0 and progress.step % attention_every == 0
-            # both restore the training mode they found
-            if self.ddp.is_main and evaluate_now:
-                self.evaluate()
-            if self.ddp.is_main and attention_now:
-                self.log_attention()
-            if (evaluate_now and not self.schedule.planned and self.schedule.kind == "linear"
-                    and progress.step >= self.schedule.warmup_steps):
-                # every rank plans from rank 0's clock, so that all stop at the same step
-                self.plan_schedule(self.ddp.broadcast(elapsed()), session_start)
-            if self.ddp.is_main and checkpoint_now:
-                progress.elapsed, started = elapsed(), self.clock()
-                self.save()
-            if evaluate_now or checkpoint_now or attention_now:
-                self.ddp.barrier()
-                log_time = self.clock()  # evaluation time is not training throughput
+                evaluate_now = progress.step % cfg.eval_every == 0
+                checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
+                attention_now = attention_every > 0 and progress.step % attention_every == 0
+                if ddp.is_main and evaluate_now:  # both restore the training mode they found
+                    self.evaluate()
+                if ddp.is_main and attention_now:
+                    self.log_attention()
+                if (evaluate_now and not self.schedule.planned and self.schedule.kind == "linear"
+                        and progress.step >= self.schedule.warmup_steps):
+                    # every rank plans from rank 0's clock, so that all stop at the same step
+                    self.plan_schedule(ddp.broadcast(elapsed()), session_start)
+                if checkpoint_now:
+                    progress.elapsed, started = elapsed(), self.clock()
+                    self.save()
+                if evaluate_now or checkpoint_now or attention_now:
+                    ddp.barrier()
+                    log_time = self.clock()  # evaluation time is not training throughput
         bar.close()
-        progress.elapsed = elapsed()
-
-    def finish(self) -> dict:
-        """Final validation and checkpoint, optional averaging, then test BLEU with beam search."""
-        cfg = self.cfg
-        started = self.clock()
-        if self.progress.step % cfg.eval_every != 0 or self.progress.best_bleu < 0:
-            self.evaluate()
-        if latest_step_checkpoint(self.ckpt_dir) != self.ckpt_dir / f"step_{self.progress.step:07d}.pt":
+        progress.elapsed, started = elapsed(), self.clock()
+        if self.saved_step != progress.step:
             self.save()
-        best_path = self.ckpt_dir / "best.pt"
-        if cfg.average_last > 1:
-            paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last:]
-            self.model.load_state_dict(average_checkpoints(paths))
-            averaged_bleu = self.evaluate()  # saves best.pt itself when the average wins
-            log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
-        self.model.load_state_dict(load_checkpoint(best_path)["model"])
-
-        batches_per_epoch = len(self.sampler) + self.sampler.start
-        results = {"steps": self.progress.step,
-                   "epochs": round(self.progress.epoch + self.progress.position / batches_per_epoch, 2),
-                   "minutes": round(self.progress.elapsed / 60, 2), "parameters": self.model.num_parameters(),
-                   "best_val_bleu": self.progress.best_bleu, "test": {}}
-        translator = self.translator(cfg.test_beam_size)
-        for split in (s for s in self.data.text if s.startswith("test")):
-            text = self.data.text[split]
-            t0 = time.time()
-            hyps = translator.translate(list(text["src"]))
-            scores = score_translations(hyps, list(text["tgt"]))
-            results["test"][split] = {**dataclasses.asdict(scores), "beam_size": cfg.test_beam_size,
-                                      "sentences_per_sec": round(len(hyps) / (time.time() - t0), 1)}
-            (self.run_dir / f"{split}.hyp.{self.run.data.tgt_lang}").write_text("\n".join(hyps) + "\n")
-            self.writer.add_scalar("test/bleu", scores.bleu, self.progress.step)
-            log.info("%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s", split, scores.bleu, scores.bleu_lowercase,
-                     scores.chrf, scores.bleu_signature)
-        results["total_minutes"] = round((self.progress.elapsed + self.clock() - started) / 60, 2)
-        results["peak_rss_mb"] = peak_rss_mb()
-        log.info("%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",
-                 results["total_minutes"], results["peak_rss_mb"])
-        first_test = next(iter(results["test"].values()), {})
-        self.writer.add_hparams(flat_hparams(self.run), {"hparam/val_bleu": self.progress.best_bleu,
-                                                        "hparam/test_bleu": first_test.get("bleu", -1.0)}, run_name=".")
-        self.writer.close()
-        (self.run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-        return results

@@ -19,3 +19,19 @@ def test_interrupted_save_leaves_previous_checkpoint_loadable(tmp_path, monkeypa
     monkeypatch.undo()
     assert torch.equal(load_checkpoint(path)["weights"], torch.arange(5))
     assert list(tmp_path.iterdir()) == [path], "no temporary file may be left behind"
+
+
+def test_older_weights_translate_but_only_this_versions_training_state_resumes(ci_run, tmp_path):
+    from data import UserError
+    from engine.checkpoint import WEIGHTS_SINCE, load_for_inference
+
+    checkpoint = load_checkpoint(ci_run / "checkpoints" / "step_0000240.pt")
+    assert checkpoint["version"] == VERSION
+    checkpoint["version"] = WEIGHTS_SINCE
+    old = tmp_path / "old.pt"
+    torch.save(checkpoint, old)
+    model, _, _ = load_for_inference(old)
+    assert torch.equal(model.state_dict()["output_proj.weight"], checkpoint["model"]["output_proj.weight"])
+    with pytest.raises(UserError, match=f"format version {WEIGHTS_SINCE}; this minitrans resumes training from "
+                                        f"version {VERSION}$"):
+        load_checkpoint(old, for_training=True)

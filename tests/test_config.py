@@ -3,18 +3,34 @@ import os
 
 import pytest
 import torch
+import yaml
 
 from engine.config import to_run_config
 
 from helpers import CONF, compose_config, run_train
 
 
-@pytest.mark.parametrize("experiment", [None, "ci", "cpu_1h"])
-@pytest.mark.parametrize("model", ["tiny", "small", "base"])
-def test_every_config_composes(experiment, model):
+@pytest.mark.parametrize("experiment", [None, "ci"])
+@pytest.mark.parametrize("model", ["tiny", "compact", "small", "base"])
+def test_every_config_composes_to_the_values_its_files_give(experiment, model):
     overrides = [f"model={model}"] + ([f"experiment={experiment}"] if experiment else [])
     run = to_run_config(compose_config(*overrides))
-    assert run.model.d_model > 0 and run.train.max_steps > 0
+    shape = yaml.safe_load((CONF / "model" / f"{model}.yaml").read_text())
+    assert {key: getattr(run.model, key) for key in shape} == shape  # the model group's file, whole
+    train = yaml.safe_load((CONF / "train" / "default.yaml").read_text())
+    if experiment == "ci":
+        ci = yaml.safe_load((CONF / "experiment" / "ci.yaml").read_text())
+        train.update(ci["train"])
+        assert run.data.max_train_examples == ci["data"]["max_train_examples"]
+    assert {key: getattr(run.train, key) for key in train} == train
+
+
+def test_the_default_run_is_the_one_hour_recipe():
+    run = to_run_config(compose_config())
+    assert run.model.d_model == 128 and run.model.n_encoder_layers == 4  # model=compact
+    assert (run.train.max_minutes, run.train.precision, run.train.schedule) == (60, "auto", "linear")
+    overridden = to_run_config(compose_config("experiment=ci", "train.precision=bf16"))
+    assert overridden.train.precision == "bf16" and overridden.model.d_model == 64
 
 
 def test_experiment_files_hold_only_what_they_change():
@@ -25,9 +41,15 @@ def test_experiment_files_hold_only_what_they_change():
 @pytest.mark.parametrize("override, message", [
     ("train.lrr=1", "error: Could not override 'train.lrr'; Key 'lrr' not in 'TrainConfig'"),
     ("train.max_steps=abc", "Value 'abc' of type 'str' could not be converted to Integer"),
-    ("model=huge", "Could not find 'model/huge'; available: base, small, tiny"),
-    ("train.precision=fp8", "error: train.precision must be fp32 or bf16, not 'fp8'"),
-    ("model.n_heads=7", "error: invalid config: d_model (256) must be divisible by n_heads (7)"),
+    ("model=huge", "Could not find 'model/huge'; available: base, compact, small, tiny"),
+    ("train.precision=fp8", "error: train.precision must be auto, fp32 or bf16, not 'fp8'"),
+    ("model.n_heads=7", "error: invalid config: d_model (128) must be divisible by n_heads (7)"),
+    ("train.lr=-1", "error: train.lr must be positive, not -1.0"),
+    ("train.betas=[0.9,1.5]", "error: train.betas must be two numbers in [0, 1), not [0.9, 1.5]"),
+    ("model.dropout=1.2", "error: model.dropout and model.attention_dropout must be in [0, 1)"),
+    ("train.warmup_steps=-5", "error: train.warmup_steps must be >= 0, not -5"),
+    ("train.attention_sentences=['Ein Hund.','  ']", "error: train.attention_sentences holds an empty sentence"),
+    ("train.init_from=x", None),  # with train.resume (below)
     ("train.reserve_minutes=60", "error: train.reserve_minutes must be at least 0 and below train.max_minutes"),
     ("data.dir=/does/not/exist", "error: Multi30k folder /does/not/exist (from data.dir) does not exist"),
     ("train.device=cuda:0", None),  # on a CPU machine: no GPU; on a GPU machine: trains (not run here)
@@ -35,9 +57,22 @@ def test_experiment_files_hold_only_what_they_change():
 def test_bad_input_gives_one_line_error(tmp_path, override, message):
     if override.startswith("train.device") and torch.cuda.is_available():
         pytest.skip("a GPU is present")
+    overrides = [override]
+    if override == "train.init_from=x":
+        overrides.append("train.resume=y")
+        message = "error: give train.resume (continue a run) or train.init_from (start from its weights), not both"
     message = message or "error: train.device is cuda:0 but no CUDA GPU is available"
-    result = run_train(tmp_path, override, check=False, env={**os.environ, "MULTI30K_DIR": str(tmp_path)})
+    result = run_train(tmp_path, *overrides, check=False, env={**os.environ, "MULTI30K_DIR": str(tmp_path)})
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_run_folder_that_cannot_be_created_is_one_line(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    result = run_train(blocker / "run", check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: Not a directory: {blocker}"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

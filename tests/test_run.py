@@ -4,9 +4,8 @@ import json
 import torch
 
 from engine.checkpoint import average_checkpoints, load_checkpoint, load_for_inference, step_checkpoints
-from engine.run import train
 
-from helpers import compose_config, scalars
+from helpers import run_train, scalars
 
 
 def test_ci_experiment_trains_end_to_end(ci_run):
@@ -26,14 +25,22 @@ def test_ci_experiment_trains_end_to_end(ci_run):
 
 
 def test_checkpoint_averaging_ran_and_averages_elementwise(ci_run):
-
-
     assert "average of 3 checkpoints: val BLEU" in (ci_run / "train.log").read_text()
     paths = step_checkpoints(ci_run / "checkpoints")[-2:]
     averaged = average_checkpoints(paths)
     first, second = (load_checkpoint(p)["model"] for p in paths)
     name = "encoder.layers.0.self_attn.in_proj.weight"
     torch.testing.assert_close(averaged[name], (first[name] + second[name]) / 2)
+
+
+def test_best_checkpoint_holds_the_average_only_if_it_validated_better(ci_run):
+    log = (ci_run / "train.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(log) if "average of 3 checkpoints: val BLEU" in line)
+    average_won = "(best)" in log[at - 1]  # the validation of the average, logged just before
+    best = load_checkpoint(ci_run / "checkpoints" / "best.pt")["model"]
+    average = average_checkpoints(step_checkpoints(ci_run / "checkpoints")[-3:])
+    same = all(torch.equal(best[name], average[name]) for name in average)
+    assert same == average_won, f"average won: {average_won}, best.pt is the average: {same}"
 
 
 def test_events_hold_the_scalar_tags_and_val_loss_decreases(ci_run):
@@ -47,21 +54,21 @@ def test_events_hold_the_scalar_tags_and_val_loss_decreases(ci_run):
     assert "samples/text_summary" in events.Tags()["tensors"]  # how SummaryWriter stores text
 
 
+def test_separate_vocabularies_get_separate_embeddings(multi30k_dir, tmp_path):
+    run_train(tmp_path, "experiment=ci", "data.tokenizer.joint=false", "train.max_steps=10", "train.eval_every=10",
+              "train.attention_every=0", "train.threads=1")
+    checkpoint = load_checkpoint(tmp_path / "checkpoints" / "best.pt")
+    assert checkpoint["model_config"]["share_embeddings"] is False
+    weights = checkpoint["model"]
+    assert not torch.equal(weights["src_embedding.embedding.weight"], weights["tgt_embedding.embedding.weight"])
+    assert (tmp_path / "spm_src.model").is_file() and (tmp_path / "spm_tgt.model").is_file()
+
+
 def test_checkpoint_is_self_contained(ci_run):
     model, tokenizer, meta = load_for_inference(ci_run)
     assert meta["src_lang"] == "de" and meta["tgt_lang"] == "en"
     assert model.cfg.src_vocab_size == tokenizer.src_vocab_size == 1000
     checkpoint = load_checkpoint(ci_run / "checkpoints" / "step_0000240.pt")
     assert set(checkpoint["train_state"]) == {"optimizer", "scheduler", "progress", "rng"}
+    assert checkpoint["model_config"]["eos_id"] == tokenizer.eos_id and checkpoint["model_config"]["unk_id"] == 1
     assert checkpoint["train_state"]["progress"]["step"] == 240
-
-
-def test_time_budget_includes_the_final_evaluation(multi30k_dir, tmp_path, caplog):
-    caplog.set_level("INFO", logger="train")
-    cfg = compose_config("experiment=ci", "train.max_minutes=0.4", "train.reserve_minutes=0.2",
-                         "train.max_steps=100000", "train.eval_every=1000", "train.attention_every=0")
-    results = train(cfg, tmp_path)
-    assert 0 < results["steps"] < 100000
-    assert 0.2 <= results["minutes"] <= 0.25  # training stopped when the reserve began
-    assert results["total_minutes"] <= 0.4  # tokenizer, training, validation and test decoding
-    assert "(0.2 kept for the final evaluation) reached" in caplog.text

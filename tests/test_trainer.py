@@ -1,4 +1,5 @@
-"""The training loop (engine/trainer.py): resuming, non-finite stops, accumulation."""
+"""The training loop (engine/trainer.py): time budget and schedule on a fake clock, resuming,
+interrupting, starting from another run, non-finite stops, accumulation, bf16."""
 import signal
 import subprocess
 import sys
@@ -7,16 +8,71 @@ import time
 import pytest
 import torch
 
+import engine.trainer
 from data import UserError
 from engine.checkpoint import load_checkpoint
 from engine.run import train
 
-from helpers import ROOT, compose_config, run_train
+from helpers import ROOT, compose_config, run_train, scalars
+
+QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1"]
+
+
+class FakeClock:
+    """Seconds that pass only when a training step runs: `per_step` each."""
+
+    def __init__(self, per_step: float) -> None:
+        self.now, self.per_step = 0.0, per_step
+
+    def __call__(self) -> float:
+        return self.now
+
+    def install(self, monkeypatch) -> None:
+        real_step = engine.trainer.train_step
+
+        def timed_step(*args, **kwargs):
+            self.now += self.per_step
+            return real_step(*args, **kwargs)
+
+        monkeypatch.setattr(engine.trainer, "train_step", timed_step)
+
+
+def test_time_budget_stops_training_and_leaves_the_reserve(multi30k_dir, tmp_path, monkeypatch, caplog):
+    clock = FakeClock(per_step=1.0)
+    clock.install(monkeypatch)
+    caplog.set_level("INFO", logger="train")
+    cfg = compose_config("experiment=ci", "train.max_minutes=1", "train.reserve_minutes=0.5", "train.max_steps=100000",
+                         "train.schedule=constant", *QUIET)
+    results = train(cfg, tmp_path, clock=clock)
+    # 30 s of training budget at 1 s a step: the check before step 31 still sees 30 s
+    assert results["steps"] == 31
+    assert results["minutes"] == round(31 / 60, 2)
+    assert results["total_minutes"] <= 1.0
+    assert "time budget of 1.0 minutes (0.5 kept for the final evaluation) reached at step 31" in caplog.text
+
+
+def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi30k_dir, tmp_path, monkeypatch, caplog):
+    clock = FakeClock(per_step=1.0)
+    clock.install(monkeypatch)
+    caplog.set_level("INFO", logger="train")
+    cfg = compose_config("experiment=ci", "train.max_minutes=1", "train.reserve_minutes=0.5", "train.max_steps=100000",
+                         "train.schedule=linear", "train.warmup_steps=5", "train.eval_every=10", "train.log_every=1",
+                         "train.attention_every=0", "train.threads=1")
+    results = train(cfg, tmp_path, clock=clock)
+    # planned at the first validation (step 10, 10 s): 20 s left at 1 s a step -> last step 30
+    assert "schedule planned at step 10" in caplog.text and "at step 30" in caplog.text
+    assert results["steps"] == 30  # the plan, not the budget, ended training
+    lr = {e.step: e.value for e in scalars(tmp_path).Scalars("train/lr")}
+    peak = cfg.train.lr
+    assert lr[5] == pytest.approx(peak) and lr[10] == pytest.approx(peak)
+    assert lr[20] == pytest.approx(peak / 2) and lr[30] == 0.0
+    assert load_checkpoint(tmp_path / "checkpoints" / "step_0000030.pt")["train_state"]["scheduler"]["last_step"] == 30
 
 
 def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
-    common = ["experiment=ci", "train.max_steps=60", "train.eval_every=1000", "train.checkpoint_every=20",
-              "train.keep_last=5", "train.threads=1"]
+    # bounded by steps, so the linear decay is planned at the start and the same in both runs
+    common = ["experiment=ci", "train.max_steps=60", "train.checkpoint_every=20", "train.keep_last=5",
+              "train.max_minutes=null", *QUIET]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run_train(straight, *common)
 
@@ -32,38 +88,125 @@ def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
 
     run_train(killed, *common)  # the same command in the same folder
     assert "resumed from" in (killed / "train.log").read_text()
-    final_straight = load_checkpoint(straight / "checkpoints" / "step_0000060.pt")
-    final_resumed = load_checkpoint(killed / "checkpoints" / "step_0000060.pt")
-    for name, tensor in final_straight["model"].items():
-        assert torch.equal(tensor, final_resumed["model"][name]), f"{name} differs after resume"
+    assert_same_training(straight / "checkpoints" / "step_0000060.pt", killed / "checkpoints" / "step_0000060.pt")
+
+
+def assert_same_training(path_a, path_b) -> None:
+    a, b = load_checkpoint(path_a), load_checkpoint(path_b)
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), f"{name} differs"
     progress = [{k: v for k, v in ckpt["train_state"]["progress"].items() if k != "elapsed"}  # wall clock differs
-                for ckpt in (final_straight, final_resumed)]
+                for ckpt in (a, b)]
     assert progress[0] == progress[1]
-    for name, state in final_straight["train_state"]["optimizer"]["state"].items():
-        assert torch.equal(state["exp_avg"], final_resumed["train_state"]["optimizer"]["state"][name]["exp_avg"])
+    assert a["train_state"]["scheduler"] == b["train_state"]["scheduler"]
+    for name, state in a["train_state"]["optimizer"]["state"].items():
+        assert torch.equal(state["exp_avg"], b["train_state"]["optimizer"]["state"][name]["exp_avg"])
+
+
+@pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir, tmp_path, signum, exit_code):
+    common = ["experiment=ci", "train.max_steps=200", "train.eval_every=10", "train.checkpoint_every=1000",
+              "train.attention_every=0", "train.threads=1", "train.max_minutes=null"]
+    cmd = [sys.executable, str(ROOT / "train.py"), f"hydra.run.dir={tmp_path}", *common]
+    process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log, deadline = tmp_path / "train.log", time.time() + 300
+    while not (log.exists() and "step 20 |" in log.read_text()):
+        assert process.poll() is None and time.time() < deadline, "training ended before step 20"
+        time.sleep(0.05)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == exit_code, stderr[-2000:]
+    assert "Traceback" not in stderr
+    saved = sorted((tmp_path / "checkpoints").glob("step_*.pt"))
+    assert len(saved) == 1, "one checkpoint, written on the signal"
+    step = load_checkpoint(saved[0])["train_state"]["progress"]["step"]
+    assert 20 <= step < 200
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"stopped by {signal.Signals(signum).name} at step {step}; saved ")
+    assert last.endswith(f"continue with: python train.py {' '.join(common)} hydra.run.dir={tmp_path}")
+
+    run_train(tmp_path, *common)  # the command it printed
+    assert f"at step {step} (epoch" in log.read_text()
+    assert load_checkpoint(tmp_path / "checkpoints" / "step_0000200.pt")["train_state"]["progress"]["step"] == 200
+
+
+@pytest.fixture(scope="module")
+def first_run(multi30k_dir, tmp_path_factory):
+    """40 steps with checkpoints at 20 and 40, each validated."""
+    run_dir = tmp_path_factory.mktemp("first")
+    run_train(run_dir, "experiment=ci", "train.max_steps=40", "train.eval_every=20", "train.checkpoint_every=20",
+              "train.max_minutes=null", "train.attention_every=0", "train.threads=1")
+    return run_dir
+
+
+def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path):
+    run_train(tmp_path, "experiment=ci", "train.max_steps=40", "train.eval_every=20", "train.checkpoint_every=20",
+              "train.max_minutes=null", "train.attention_every=0", "train.threads=1",
+              f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}")
+    assert_same_training(first_run / "checkpoints" / "step_0000040.pt", tmp_path / "checkpoints" / "step_0000040.pt")
+    # the best checkpoint came along, so the run can finish even if nothing new beats it
+    assert (tmp_path / "results.json").is_file() and (tmp_path / "checkpoints" / "best.pt").is_file()
+
+
+def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
+    run_train(tmp_path, "experiment=ci", "train.max_steps=10", "train.eval_every=10", "train.max_minutes=null",
+              "train.attention_every=0", "train.threads=1", f"train.init_from={first_run}")
+    log = (tmp_path / "train.log").read_text()
+    assert "weights initialised from" in log and "resumed from" not in log
+    state = load_checkpoint(tmp_path / "checkpoints" / "step_0000010.pt")["train_state"]
+    assert state["progress"]["step"] == 10 and state["progress"]["epoch"] == 0  # data order from the start
+    first_loss = {e.step: e.value for e in scalars(first_run).Scalars("val/loss")}
+    new_loss = {e.step: e.value for e in scalars(tmp_path).Scalars("val/loss")}
+    assert new_loss[10] < first_loss[20]  # it started from trained weights, not from scratch
+
+
+@pytest.mark.parametrize("override, message", [
+    ("data.src_lang=fr", "translates de->en, but this run is fr->en"),
+    ("data.tokenizer.vocab_size=900", "was trained with another tokenizer"),
+])
+def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, override, message):
+    result = run_train(tmp_path, "experiment=ci", override, f"train.resume={first_run}", check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monkeypatch):
+    real_loss = engine.trainer.label_smoothed_loss
     calls = {"n": 0}
-    real_clip = torch.nn.utils.clip_grad_norm_
 
-    def exploding_clip(params, max_norm):
-        calls["n"] += 1
-        norm = real_clip(params, max_norm)
-        return norm * float("nan") if calls["n"] > 20 else norm
+    def loss_that_overflows(pad_id, smoothing):
+        criterion = real_loss(pad_id, smoothing)
 
-    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", exploding_clip)
-    cfg = compose_config("experiment=ci", "train.checkpoint_every=10", "train.eval_every=1000")
-    with pytest.raises(UserError, match=r"non-finite loss \(\d.*\) or gradient norm \(nan\) at step 21; "
+        def loss(logits, targets):
+            calls["n"] += 1
+            value = criterion(logits, targets)
+            return value * float("inf") if calls["n"] > 20 else value
+
+        return loss
+
+    monkeypatch.setattr(engine.trainer, "label_smoothed_loss", loss_that_overflows)
+    cfg = compose_config("experiment=ci", "train.checkpoint_every=10", *QUIET)
+    with pytest.raises(UserError, match=r"non-finite loss \(inf\) or gradient norm \(.*\) at step 21; "
                                         r"stopped\. Last good checkpoint: .*step_0000020\.pt"):
         train(cfg, tmp_path)
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000020.pt")["train_state"]["progress"]["step"] == 20
 
 
 def test_gradient_accumulation_consumes_grad_accum_batches_per_step(multi30k_dir, tmp_path):
-    cfg = compose_config("experiment=ci", "train.grad_accum=3", "train.max_steps=5", "train.eval_every=1000",
-                         "train.attention_every=0", "train.threads=1")
+    cfg = compose_config("experiment=ci", "train.grad_accum=3", "train.max_steps=5", *QUIET)
     results = train(cfg, tmp_path)
     progress = load_checkpoint(tmp_path / "checkpoints" / "step_0000005.pt")["train_state"]["progress"]
     assert results["steps"] == 5
     assert (progress["epoch"], progress["position"]) == (0, 15)
+
+
+def test_bf16_autocast_trains_on_the_cpu(multi30k_dir, tmp_path, caplog):
+    """A few steps of the tiny model in bf16 (emulated, and so slow, on a CPU without native bf16)."""
+    caplog.set_level("INFO", logger="train")
+    cfg = compose_config("experiment=ci", "train.precision=bf16", "train.max_steps=3", "train.max_tokens=512",
+                         "data.max_eval_examples=8", "train.test_beam_size=1", *QUIET)
+    results = train(cfg, tmp_path)
+    assert results["steps"] == 3 and results["precision"] == "bf16"
+    assert "precision: " in caplog.text
+    first = load_checkpoint(tmp_path / "checkpoints" / "step_0000003.pt")["model"]
+    assert all(torch.isfinite(t).all() for t in first.values())

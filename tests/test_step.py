@@ -1,0 +1,56 @@
+"""One optimizer step (engine/step.py): accumulation and the non-finite guard."""
+import copy
+import math
+from contextlib import nullcontext
+
+import torch
+
+from data import PAD_ID, collate
+from engine.step import label_smoothed_loss, train_step
+from model import Transformer, TransformerConfig
+
+
+def examples(n: int, seed: int = 0) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(2, 9, (n, 2), generator=g).tolist()
+    return [{"src_ids": torch.randint(4, 40, (s,), generator=g).tolist(),
+             "tgt_ids": torch.randint(4, 40, (t,), generator=g).tolist()} for s, t in lengths]
+
+
+def deterministic_model() -> Transformer:
+    torch.manual_seed(0)
+    return Transformer(TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=4,
+                                         n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0,
+                                         attention_dropout=0.0))
+
+
+def test_accumulated_batches_give_the_gradient_of_one_big_batch():
+    data = examples(7)
+    small_batches, big_batch = [collate(data[:2]), collate(data[2:5]), collate(data[5:])], collate(data)
+    tokens = big_batch.n_tgt_tokens
+    assert tokens == sum(b.n_tgt_tokens for b in small_batches)
+    criterion = label_smoothed_loss(PAD_ID, 0.1)
+    accumulated, single = deterministic_model(), deterministic_model()
+    before = copy.deepcopy(single.state_dict())
+    for model, batches in ((accumulated, small_batches), (single, [big_batch])):
+        sgd = torch.optim.SGD(model.parameters(), lr=1.0)  # the update is minus the gradient
+        result = train_step(model, sgd, criterion, batches, tokens, nullcontext, None)
+        assert result.updated
+    for name, value in single.state_dict().items():
+        torch.testing.assert_close(accumulated.state_dict()[name], value, rtol=1e-5, atol=1e-6)
+    assert any(not torch.equal(v, before[k]) for k, v in single.state_dict().items())
+
+
+def test_a_non_finite_loss_leaves_the_weights_alone():
+    model = deterministic_model()
+    before = copy.deepcopy(model.state_dict())
+
+    def infinite(logits, targets):
+        return logits.sum() * float("inf")
+
+    result = train_step(model, torch.optim.AdamW(model.parameters()), infinite, [collate(examples(3))], 10.0,
+                        nullcontext, 1.0)
+    assert not result.updated and not math.isfinite(result.loss)
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name]), name
+    assert all(p.grad is None for p in model.parameters())  # nothing left over for the next step

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import torch
 
+from engine.device import cpu_description
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
@@ -38,12 +40,21 @@ def loaded_allocator() -> str:
     return next((name for name in ("tcmalloc", "mimalloc", "jemalloc") if f"lib{name}" in libraries), "default")
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), e.g. 'AMD EPYC'."""
+    cpuinfo = Path("/proc/cpuinfo")
+    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def write_result(path: Path, result: dict) -> None:
     """JSON with the commit and machine it was measured on, then the numbers."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
     header = {"commit": commit, "date": time.strftime("%Y-%m-%d"),
-              "machine": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+              "machine": cpu_model(), "cpu_features": cpu_description(), "cpu_count": os.cpu_count(),
               "torch": torch.__version__, "allocator": loaded_allocator()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**header, **result}, indent=2) + "\n")

@@ -28,7 +28,8 @@ import torch
 from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import RESULTS, ROOT, allocators, training_allocator, write_result  # noqa: E402
+from bench.common import RESULTS, ROOT, allocators, cpu_model, training_allocator, write_result  # noqa: E402
+from engine.device import cpu_description, native_bf16  # noqa: E402
 from data import PAD_ID, DataConfig, TokenBucketSampler, UserError, collate, prepare_data  # noqa: E402
 from engine.step import label_smoothed_loss, train_step  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
@@ -121,10 +122,11 @@ def measure(args: argparse.Namespace) -> dict:
     batches = load_batches(args.max_tokens, args.steps, cfg.src_vocab_size)
     flops = sum(step_flops(cfg, b.src, b.tgt_in) for b in batches)
     tokens = sum(b.n_tgt_tokens for b in batches)
-    peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    peaks = {precision: matmul_peak(dtypes[precision]) for precision in args.precisions.split(",")}
     print(f"[{args.allocator}] {args.model}: {len(batches)} batches, {tokens} target tokens, "
-          f"{flops / len(batches) / 1e9:.0f} GFLOP a step | matmul peak fp32 {peaks['fp32']:.0f}, "
-          f"bf16 {peaks['bf16']:.0f} GFLOP/s", flush=True)
+          f"{flops / len(batches) / 1e9:.1f} GFLOP a step | matmul peak "
+          + ", ".join(f"{precision} {peak:.0f}" for precision, peak in peaks.items()) + " GFLOP/s", flush=True)
     rows = {}
     for precision in args.precisions.split(","):
         torch.manual_seed(0)
@@ -156,17 +158,25 @@ def measure(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="small", help="a conf/model/*.yaml shape")
+    parser.add_argument("--model", default="compact", help="a conf/model/*.yaml shape (default: the recipe's)")
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=8, help="batches per model per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=4, help="batches per model before timing")
-    parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--precisions", default="fp32,bf16",
+                        help="bf16 is skipped on a CPU without native bf16, where it would run for hours")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--allocators", default="glibc,mimalloc,tcmalloc", help="those not installed are skipped")
     parser.add_argument("--allocator", help=argparse.SUPPRESS)  # set in the child processes
     parser.add_argument("--out", type=Path, default=RESULTS / "train_speed.json")
     args = parser.parse_args()
+    precisions = args.precisions.split(",")
+    if "bf16" in precisions and not native_bf16(torch.device("cpu")):
+        precisions.remove("bf16")
+        print("bf16 skipped: not native on this CPU (emulated, it would take hours)", flush=True)
+    args.precisions = ",".join(precisions)
+    if not precisions:
+        sys.exit("error: no precision left to measure")
     if args.allocator:  # child: measure and hand the numbers back as JSON
         try:
             args.out.write_text(json.dumps(measure(args)))
@@ -174,6 +184,7 @@ def main() -> None:
             sys.exit(f"error: {e}")
         return
 
+    print(f"CPU: {cpu_model()} ({cpu_description()}), {args.threads} threads, torch {torch.__version__}", flush=True)
     available = allocators()
     by_allocator = {}
     for name in args.allocators.split(","):

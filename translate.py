@@ -5,7 +5,8 @@
     python translate.py -c runs/RUN -i input.de -o output.en --beam-size 10
     python translate.py -c runs/RUN --show-attention --attention figures/ "Ein Hund rennt."
 
-One output line per input line, in input order; an empty line stays empty.
+One output line per input line, in input order; an empty line stays empty. Typed at a
+terminal (or with --interactive), each line is translated as soon as it is entered.
 """
 import argparse
 import logging
@@ -52,6 +53,17 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def head_specs(text: str) -> list[tuple[str, int, int]]:
+    """KIND:LAYER:HEAD[,KIND:LAYER:HEAD...] -> [(kind, layer, head), ...]."""
+    heads = []
+    for part in text.split(","):
+        fields = part.strip().split(":")
+        if len(fields) != 3 or not (fields[1].isdigit() and fields[2].isdigit()):
+            raise argparse.ArgumentTypeError(f"{part!r} is not KIND:LAYER:HEAD, e.g. cross:2:1")
+        heads.append((fields[0], int(fields[1]), int(fields[2])))
+    return heads
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         description="Translate sentences with a trained minitrans checkpoint. Sentences come from "
@@ -63,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="checkpoint file, or a run folder (uses its checkpoints/best.pt)")
     parser.add_argument("-i", "--input", type=Path, help="read sentences from this file (UTF-8, one per line)")
     parser.add_argument("-o", "--output", type=Path, help="write translations to this file instead of stdout")
+    parser.add_argument("--interactive", action="store_true",
+                        help="translate each input line as soon as it is read (the default when standard "
+                             "input is a terminal; piped input is translated in chunks of 1000 lines)")
     search = parser.add_argument_group("search")
     search.add_argument("-b", "--beam-size", type=positive_int, default=5, help="beam size (default 5)")
     search.add_argument("--greedy", action="store_true", help="greedy search (the same as --beam-size 1)")
@@ -83,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--attention", type=Path, metavar="DIR",
                       help="write the attention figures of each sentence (encoder self, decoder self, "
                            "cross; every layer, a panel per head) as PNG files into DIR")
+    show.add_argument("--mask-heads", type=head_specs, default=[], metavar="KIND:LAYER:HEAD[,...]",
+                      help="translate with these attention heads silenced (their weights times 0), to see "
+                           "what a head does; KIND is encoder_self, decoder_self or cross, layers and heads "
+                           "count from 1 as in the attention figures")
     show.add_argument("--show-attention", action="store_true",
                       help="print the last layer's cross-attention (mean of heads) of each sentence as a "
                            "heatmap on stderr")
@@ -109,6 +128,10 @@ def run(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device, "--device")
     model, tokenizer, _ = load_for_inference(args.checkpoint, device)
+    try:
+        model.mask_heads(args.mask_heads)
+    except ValueError as e:
+        raise UserError(f"--mask-heads: {e}") from None
     translator = Translator(model, tokenizer, beam_size=beam_size, length_penalty=args.length_penalty,
                             max_len_ratio=args.max_len_ratio, max_len_extra=args.max_len_extra,
                             batch_size=args.batch_size)
@@ -123,11 +146,18 @@ def run(args: argparse.Namespace) -> None:
         lines = read_lines(stream, str(args.input))
     else:
         lines = read_lines(sys.stdin.buffer, "standard input")
+    # one line at a time for a person typing: a chunk would wait for 1000 lines or Ctrl-D
+    interactive = args.interactive or (not args.sentences and not args.input and sys.stdin.isatty())
+    if interactive and sys.stdin.isatty():
+        print("Type a sentence and press Enter; Ctrl-D ends.", file=sys.stderr)
 
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    except OSError as e:
+        raise UserError(f"cannot write {args.output}: {e.strerror}") from None
     try:
         first = 1
-        while chunk := list(islice(lines, CHUNK)):
+        while chunk := list(islice(lines, 1 if interactive else CHUNK)):
             translate_chunk(translator, chunk, first, args, out)
             first += len(chunk)
     finally:
@@ -175,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `translate.py ... | head`: the reader left, nothing to report
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C, e.g. to leave interactive use: what was written stays
+        print(file=sys.stderr)
+        return 130
     return 0
 
 

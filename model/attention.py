@@ -20,6 +20,7 @@ def scaled_dot_product_attention(
     value: Tensor,
     mask: Tensor | None = None,
     dropout: nn.Module | None = None,
+    head_gate: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V over the last two dimensions.
 
@@ -29,9 +30,11 @@ def scaled_dot_product_attention(
         value: (B, H, T_k, d_v)
         mask: bool, broadcastable to (B, H, T_q, T_k); False entries get weight exactly 0.
         dropout: applied to the weights before they mix the values (training only).
+        head_gate: (H,) multiplies each head's weights before they mix the values; 0
+            silences a head (its output is exactly zero), 1 keeps it.
 
     Returns:
-        output (B, H, T_q, d_v) and the weights (B, H, T_q, T_k), taken before dropout.
+        output (B, H, T_q, d_v) and the weights (B, H, T_q, T_k), gated, taken before dropout.
         A query row whose keys are all masked gets all-zero weights and a zero output
         instead of NaN.
     """
@@ -44,6 +47,8 @@ def scaled_dot_product_attention(
     weights = F.softmax(scores, dim=-1)
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
+    if head_gate is not None:
+        weights = weights * head_gate.view(1, -1, 1, 1)  # (B, H, T_q, T_k)
     mixing = dropout(weights) if dropout is not None else weights
     return mixing @ value, weights
 
@@ -97,6 +102,9 @@ class MultiHeadAttention(nn.Module):
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)  # W_O
         self.dropout = Dropout(dropout)
+        # (H,) 1 keeps a head, 0 silences it (Transformer.mask_heads); None: all heads, no cost.
+        # A buffer so that it follows the module to its device; never saved in checkpoints.
+        self.register_buffer("head_gate", None, persistent=False)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         b, t, _ = x.shape
@@ -135,7 +143,7 @@ class MultiHeadAttention(nn.Module):
             k, v = self._split_heads(k), self._split_heads(v)  # (B, H, T_k, d_head)
         if cache is not None:
             k, v = (cache.key, cache.value) if k is None else cache.update(k, v)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
         b, _, t_q, _ = out.shape
         out = out.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)
         return self.out_proj(out), weights

@@ -4,7 +4,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from model.attention import KVCache
+from model.attention import KVCache, MultiHeadAttention
 from model.config import TransformerConfig
 from model.dropout import Dropout
 from model.embedding import PositionalEncoding, TokenEmbedding
@@ -115,6 +115,35 @@ class Transformer(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+    def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
+        """Every attention module, by kind, layers in order."""
+        return {"encoder_self": [layer.self_attn for layer in self.encoder.layers],
+                "decoder_self": [layer.self_attn for layer in self.decoder.layers],
+                "cross": [layer.cross_attn for layer in self.decoder.layers]}
+
+    def mask_heads(self, heads: list[tuple[str, int, int]]) -> None:
+        """Silence heads, given as (kind, layer, head) with layers and heads counted from 1,
+        as the attention figures count them: their weights are multiplied by 0 before they
+        mix the values. Replaces any earlier mask; an empty list restores every head.
+
+        Raises:
+            ValueError: a kind, layer or head that does not exist, naming the valid ranges.
+        """
+        modules = self.attention_modules()
+        for module in (m for layers in modules.values() for m in layers):
+            module.head_gate = None
+        for kind, layer, head in heads:
+            if kind not in modules:
+                raise ValueError(f"kind {kind!r} is not one of {', '.join(modules)}")
+            if not 1 <= layer <= len(modules[kind]):
+                raise ValueError(f"{kind} has layers 1-{len(modules[kind])}, not {layer}")
+            if not 1 <= head <= self.cfg.n_heads:
+                raise ValueError(f"layers have heads 1-{self.cfg.n_heads}, not {head}")
+            module = modules[kind][layer - 1]
+            if module.head_gate is None:
+                module.head_gate = torch.ones(self.cfg.n_heads, device=module.out_proj.weight.device)
+            module.head_gate[head - 1] = 0.0
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
         """

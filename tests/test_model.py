@@ -134,3 +134,44 @@ def test_too_long_input_is_a_clear_error(tiny_config):
     model = make_model(tiny_config)
     with pytest.raises(ValueError, match="max_len"):
         model(torch.randint(4, 50, (1, 65)), torch.randint(4, 50, (1, 3)))
+
+
+def test_masking_no_head_changes_nothing(tiny_config):
+    torch.manual_seed(0)
+    model = Transformer(tiny_config).eval()
+    src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
+    before, _ = model(src, tgt)
+    model.mask_heads([("cross", 1, 2)])
+    model.mask_heads([])  # restores every head
+    after, _ = model(src, tgt)
+    assert torch.equal(before, after)
+    assert all(m.head_gate is None for kind in model.attention_modules().values() for m in kind)
+
+
+def test_a_masked_head_contributes_exactly_nothing(tiny_config):
+    """With head 2 of the first cross-attention silenced, its weights are 0 and what its values
+    hold cannot reach the output: changing them changes no logit by a single bit."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config).eval()
+    src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
+    unmasked, _ = model(src, tgt)
+    model.mask_heads([("cross", 1, 2)])
+    masked, attention = model(src, tgt, return_attention=True)
+    assert not torch.equal(unmasked, masked)
+    assert torch.count_nonzero(attention.cross[0][:, 1]) == 0  # (B, H, T, S): head 2 is all zeros
+    assert torch.count_nonzero(attention.cross[0][:, 0]) > 0
+    module = model.decoder.layers[0].cross_attn
+    d, d_head = tiny_config.d_model, tiny_config.d_model // tiny_config.n_heads
+    with torch.no_grad():  # W_V rows of head 2 (in_proj stacks W_Q, W_K, W_V)
+        module.in_proj.weight[2 * d + d_head: 2 * d + 2 * d_head] += torch.randn(d_head, d)
+    changed, _ = model(src, tgt)
+    assert torch.equal(masked, changed)
+
+
+def test_mask_heads_names_the_valid_ranges(tiny_config):
+    model = Transformer(tiny_config)
+    for spec, message in [(("cros", 1, 1), "kind 'cros' is not one of encoder_self, decoder_self, cross"),
+                          (("cross", 3, 1), "cross has layers 1-2, not 3"),
+                          (("encoder_self", 1, 5), "layers have heads 1-4, not 5")]:
+        with pytest.raises(ValueError, match=message):
+            model.mask_heads([spec])

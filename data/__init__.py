@@ -6,6 +6,6 @@ from data.prepare import DataConfig, PreparedData, prepare_data
 from data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, TokenizerConfig, train_tokenizer
 
 __all__ = [
-    "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID", "Batch", "DataConfig", "PreparedData", "TokenBucketSampler", "Tokenizer", "TokenizerConfig",
-    "UserError", "collate", "load_multi30k", "prepare_data", "train_tokenizer",
+    "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID", "Batch", "DataConfig", "PreparedData", "TokenBucketSampler",
+    "Tokenizer", "TokenizerConfig", "UserError", "collate", "load_multi30k", "prepare_data", "train_tokenizer",
 ]

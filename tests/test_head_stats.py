@@ -54,7 +54,7 @@ def test_boundary_punctuation_and_padding():
     weights[0, 0, :2, 2] = 1.0  # ...except that real queries 0 and 1 look at key 2, the last piece
     boundary = torch.tensor([[False, False, True, False]])
     punctuation = torch.tensor([[False, True, False, False]])
-    stats = averages(weights, query_len=2, key_len=3, boundary=boundary, punctuation=punctuation)
+    stats = averages(weights, kind="cross", query_len=2, key_len=3, boundary=boundary, punctuation=punctuation)
     assert stats["boundary"] == [1.0] and stats["punctuation"] == [0.0]
 
 

@@ -15,8 +15,8 @@ def head_statistic_figure(name: str, by_kind: dict[str, Tensor]) -> plt.Figure:
     low = min(float(v.min()) for v in by_kind.values())
     high = max(float(v.max()) for v in by_kind.values())
     layers, heads = next(iter(by_kind.values())).shape
-    fig, axes = plt.subplots(1, len(kinds), figsize=(1.2 + 0.55 * heads * len(kinds), 0.9 + 0.45 * layers),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(1.5 + 0.6 * heads * len(kinds), 1.4 + 0.45 * layers),
+                             squeeze=False, layout="constrained")  # room for titles, labels and colorbar
     for ax, kind in zip(axes[0], kinds):
         values = by_kind[kind].numpy()
         image = ax.imshow(values, cmap="viridis", vmin=low, vmax=max(high, low + 1e-9), aspect="auto")

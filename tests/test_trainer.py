@@ -105,7 +105,7 @@ def assert_same_training(path_a, path_b) -> None:
 
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir, tmp_path, signum, exit_code):
-    common = ["experiment=ci", "train.max_steps=200", "train.eval_every=10", "train.checkpoint_every=1000",
+    common = ["experiment=ci", "train.max_steps=80", "train.eval_every=10", "train.checkpoint_every=1000",
               "train.attention_every=0", "train.threads=1", "train.max_minutes=null"]
     cmd = [sys.executable, str(ROOT / "train.py"), f"hydra.run.dir={tmp_path}", *common]
     process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -120,14 +120,14 @@ def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir
     saved = sorted((tmp_path / "checkpoints").glob("step_*.pt"))
     assert len(saved) == 1, "one checkpoint, written on the signal"
     step = load_checkpoint(saved[0])["train_state"]["progress"]["step"]
-    assert 20 <= step < 200
+    assert 20 <= step < 80
     last = stderr.strip().splitlines()[-1]
     assert last.startswith(f"stopped by {signal.Signals(signum).name} at step {step}; saved ")
     assert last.endswith(f"continue with: python train.py {' '.join(common)} hydra.run.dir={tmp_path}")
 
     run_train(tmp_path, *common)  # the command it printed
     assert f"at step {step} (epoch" in log.read_text()
-    assert load_checkpoint(tmp_path / "checkpoints" / "step_0000200.pt")["train_state"]["progress"]["step"] == 200
+    assert load_checkpoint(tmp_path / "checkpoints" / "step_0000080.pt")["train_state"]["progress"]["step"] == 80
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import RESULTS, write_result  # noqa: E402
-from data import UserError, load_multi30k  # noqa: E402
-from engine.checkpoint import load_for_inference  # noqa: E402
+from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
 from engine.evaluate import score_translations  # noqa: E402
 from engine.translator import Translator  # noqa: E402
 
@@ -33,11 +31,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "beam_grid.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    try:
-        model, tokenizer, meta = load_for_inference(args.checkpoint)
-        text = load_multi30k(meta["src_lang"], meta["tgt_lang"], splits=[args.split])[args.split]
-    except UserError as e:
-        sys.exit(f"error: {e}")
+    model, tokenizer, meta, text = checkpoint_and_split(args.checkpoint, args.split)
     sources, references = list(text["src"]), list(text["tgt"])
 
     greedy = Translator(model, tokenizer, beam_size=1)

@@ -3,12 +3,15 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import sysconfig
 import time
 from pathlib import Path
 
 import torch
 
+from data import UserError, load_multi30k
+from engine.checkpoint import load_for_inference
 from engine.device import cpu_description
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +41,17 @@ def loaded_allocator() -> str:
     maps = Path("/proc/self/maps")
     libraries = maps.read_text() if maps.exists() else ""
     return next((name for name in ("tcmalloc", "mimalloc", "jemalloc") if f"lib{name}" in libraries), "default")
+
+
+def checkpoint_and_split(checkpoint: str, split: str) -> tuple:
+    """(model, tokenizer, meta, text) of a checkpoint and a Multi30k split in its languages; a
+    problem the user can fix ends the benchmark with one line."""
+    try:
+        model, tokenizer, meta = load_for_inference(checkpoint)
+        text = load_multi30k(meta["src_lang"], meta["tgt_lang"], splits=[split])[split]
+    except UserError as e:
+        sys.exit(f"error: {e}")
+    return model, tokenizer, meta, text
 
 
 def cpu_model() -> str:

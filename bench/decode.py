@@ -13,9 +13,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import RESULTS, write_result  # noqa: E402
-from data import UserError, load_multi30k  # noqa: E402
-from engine.checkpoint import load_for_inference  # noqa: E402
+from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
 from engine.translator import Translator  # noqa: E402
 
 
@@ -39,11 +37,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    try:
-        model, tokenizer, meta = load_for_inference(args.checkpoint)
-        sentences = list(load_multi30k(meta["src_lang"], meta["tgt_lang"], splits=[args.split])[args.split]["src"])
-    except UserError as e:
-        sys.exit(f"error: {e}")
+    model, tokenizer, meta, text = checkpoint_and_split(args.checkpoint, args.split)
+    sentences = list(text["src"])
     rows = {}
     for name, beam, cache in [("greedy", 1, True), ("greedy, no cache", 1, False),
                               (f"beam {args.beam_size}", args.beam_size, True),

@@ -53,7 +53,7 @@ def finish(trainer: Trainer) -> dict:
                "epochs": round(progress.epoch + progress.position / batches_per_epoch, 2),
                "minutes": round(progress.elapsed / 60, 2), "parameters": trainer.model.num_parameters(),
                "precision": cfg.precision, "best_val_bleu": progress.best_bleu, "test": {}}
-    translator = trainer.translator(cfg.test_beam_size)
+    translator = trainer.validation.translator(cfg.test_beam_size)
     for split in (s for s in trainer.data.text if s.startswith("test")):
         text = trainer.data.text[split]
         t0 = trainer.clock()

@@ -10,11 +10,10 @@ import math
 import shutil
 import signal
 import time
-from typing import Callable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Iterator
+from typing import Callable
 
 import torch
 from omegaconf import OmegaConf
@@ -23,19 +22,17 @@ from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
 from data import Batch, PreparedData, TokenBucketSampler, UserError, collate
+from engine.batches import fitting, micro_batches
 from engine.checkpoint import (atomic_save, latest_step_checkpoint, load_checkpoint, load_weights, make_checkpoint,
                                step_checkpoints)
 from engine.config import RunConfig
 from engine.distributed import Distributed
-from engine.evaluate import score_translations, validation_loss
-from engine.head_stats import HeadStatistics, log_head_statistics, scalar_layout
 from engine.interrupt import Interrupted, StopOnSignal
 from engine.progress_bar import ProgressBar
 from engine.schedule import Schedule
 from engine.step import label_smoothed_loss, train_step
-from engine.translator import Translator
+from engine.validation import Validation
 from model import Transformer, TransformerConfig
-from viz.attention import collect_attention, log_to_tensorboard
 
 log = logging.getLogger("train")
 
@@ -49,27 +46,6 @@ class Progress:
     position: int = 0  # batches of that epoch already consumed
     best_bleu: float = -1.0
     elapsed: float = 0.0  # seconds spent in earlier sessions of this run
-
-
-def micro_batches(loader: DataLoader, sampler: TokenBucketSampler, progress: Progress, max_epochs: int
-                  ) -> Iterator[tuple[int, int, Batch]]:
-    """Batches across epochs from where `progress` stands: (epoch, position after it, batch)."""
-    epoch, position = progress.epoch, progress.position
-    while epoch < max_epochs:
-        sampler.set_epoch(epoch, start=position)
-        for batch in loader:
-            position += 1
-            yield epoch, position, batch
-        epoch, position = epoch + 1, 0
-
-
-def fitting(dataset, max_len: int):
-    """Pairs the model can take whole (source, and target plus bos/eos, within max_len)."""
-    keep = [i for i, (s, t) in enumerate(zip(dataset["src_ids"], dataset["tgt_ids"]))
-            if 0 < len(s) <= max_len and 0 < len(t) + 1 <= max_len]
-    if len(keep) < len(dataset):
-        log.info("skipping %d pairs longer than %d pieces (or empty)", len(dataset) - len(keep), max_len)
-    return dataset.select(keep)
 
 
 class Trainer:
@@ -105,15 +81,8 @@ class Trainer:
         # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
         self.loader = DataLoader(self.train_set, batch_sampler=self.sampler, collate_fn=collate,
                                  generator=torch.Generator())
-        val = fitting(data.tokens["val"], model_cfg.max_len)
-        self.val_loader = DataLoader(val, collate_fn=collate, generator=torch.Generator(), batch_sampler=TokenBucketSampler(
-            [len(x) for x in val["src_ids"]], [len(x) for x in val["tgt_ids"]], self.cfg.max_tokens, shuffle=False))
         self.writer = SummaryWriter(log_dir=str(run_dir)) if ddp.is_main else None
-        if self.writer is not None:  # per-head statistics: a chart per kind, layer and statistic
-            self.writer.add_custom_scalars(scalar_layout(model_cfg.n_encoder_layers, model_cfg.n_decoder_layers))
-        n = min(self.cfg.attention_probes, len(data.text["val"]))
-        self.probes = ([(src, ref) for src, ref in zip(data.text["val"]["src"][:n], data.text["val"]["tgt"][:n])]
-                       + [(sentence, None) for sentence in self.cfg.attention_sentences])
+        self.validation = Validation(self.model, data, self.cfg, self.writer, device, self.autocast)
 
     def autocast(self):
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
@@ -201,50 +170,24 @@ class Trainer:
 
     # --- evaluation -----------------------------------------------------------------------
 
-    def translator(self, beam_size: int) -> Translator:
-        return Translator(self.model, self.data.tokenizer, beam_size=beam_size,
-                          length_penalty=self.cfg.length_penalty)
-
     def evaluate(self) -> float:
-        """Validation loss, perplexity, per-head attention statistics and BLEU; logs them and
-        keeps the best checkpoint."""
-        t0 = time.time()
+        """Validate (see engine/validation.py), log it, keep the best checkpoint; val BLEU."""
+        started = time.time()
         step = self.progress.step
-        heads = HeadStatistics(self.data.tokenizer)
-        val_nll, val_ppl = validation_loss(self.model, self.val_loader, self.device, self.autocast, heads.add)
-        t_heads = time.time()
-        log_head_statistics(self.writer, heads.result(), step)
-        t_heads = time.time() - t_heads
-        val_text = self.data.text["val"]
-        hyps = self.translator(self.cfg.eval_beam_size).translate(list(val_text["src"]))
-        bleu = score_translations(hyps, list(val_text["tgt"])).bleu
-        self.writer.add_scalar("val/loss", val_nll, step)
-        self.writer.add_scalar("val/ppl", val_ppl, step)
-        self.writer.add_scalar("val/bleu", bleu, step)
-        rows = [f"| {s} | {r} | {h} |" for s, r, h in
-                zip(val_text["src"][: self.cfg.n_samples], val_text["tgt"][: self.cfg.n_samples], hyps)]
-        self.writer.add_text("samples", "| source | reference | translation |\n|---|---|---|\n" + "\n".join(rows), step)
+        val_nll, val_ppl, bleu, heads_seconds = self.validation.run(step)
         improved = bleu > self.progress.best_bleu
         if improved:
             self.progress.best_bleu = bleu
             atomic_save(make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
                         self.ckpt_dir / "best.pt")
         log.info("step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs (head statistics logged in %.1fs)", step,
-                 val_nll, val_ppl, bleu, " (best)" if improved else "", time.time() - t0, t_heads)
+                 val_nll, val_ppl, bleu, " (best)" if improved else "", time.time() - started, heads_seconds)
         return bleu
 
     def log_attention(self) -> None:
-        """Attention figures of the probe sentences (all kinds, layers and heads) to TensorBoard."""
-        if not self.probes:
-            return
-        t0 = time.time()
-        sources = [src for src, _ in self.probes]
-        references = [ref if ref is not None else "(none given)" for _, ref in self.probes]
-        translator = self.translator(beam_size=1)
-        translations = translator.translate_ids(translator.source_ids(sources))
-        maps = collect_attention(self.model, self.data.tokenizer, sources, translations, references)
-        log_to_tensorboard(self.writer, maps, self.progress.step)
-        log.info("attention maps of %d sentence(s) logged in %.1fs", len(maps), time.time() - t0)
+        started = time.time()
+        if sentences := self.validation.attention(self.progress.step):
+            log.info("attention maps of %d sentence(s) logged in %.1fs", sentences, time.time() - started)
 
     # --- training -------------------------------------------------------------------------
 
@@ -293,7 +236,7 @@ class Trainer:
         `started` is the clock() reading when this session of the run began (data
         preparation counts against the budget)."""
         cfg, progress, ddp = self.cfg, self.progress, self.ddp
-        batches = micro_batches(self.loader, self.sampler, progress, cfg.max_epochs)
+        batches = micro_batches(self.loader, self.sampler, progress.epoch, progress.position, cfg.max_epochs)
         self.train_model.train()
 
         def elapsed() -> float:

@@ -1,0 +1,67 @@
+"""What a run measures on the validation set while it trains, and the attention maps of its
+probe sentences: the numbers and pictures a learner watches in TensorBoard."""
+import time
+
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.tensorboard import SummaryWriter
+
+from data import PreparedData, TokenBucketSampler, collate
+from engine.batches import fitting
+from engine.config import TrainConfig
+from engine.evaluate import score_translations, validation_loss
+from engine.head_stats import HeadStatistics, log_head_statistics, scalar_layout
+from engine.translator import Translator
+from model import Transformer
+from viz.attention import collect_attention, log_to_tensorboard
+
+
+class Validation:
+    """Validation loss, perplexity, per-head statistics, BLEU and samples (`run`), and the
+    attention figures of a probe set fixed at the start (`attention`), all into `writer`."""
+
+    def __init__(self, model: Transformer, data: PreparedData, cfg: TrainConfig, writer: SummaryWriter | None,
+                 device: torch.device, autocast) -> None:
+        self.model, self.data, self.cfg, self.writer = model, data, cfg, writer
+        self.device, self.autocast = device, autocast
+        val = fitting(data.tokens["val"], model.cfg.max_len)
+        self.loader = DataLoader(val, collate_fn=collate, generator=torch.Generator(), batch_sampler=TokenBucketSampler(
+            [len(x) for x in val["src_ids"]], [len(x) for x in val["tgt_ids"]], cfg.max_tokens, shuffle=False))
+        # the first N validation sentences plus any given, fixed so the step slider shows the same maps evolving
+        n = min(cfg.attention_probes, len(data.text["val"]))
+        self.probes = ([(src, ref) for src, ref in zip(data.text["val"]["src"][:n], data.text["val"]["tgt"][:n])]
+                       + [(sentence, None) for sentence in cfg.attention_sentences])
+        if writer is not None:  # per-head statistics: a chart per kind, layer and statistic
+            writer.add_custom_scalars(scalar_layout(model.cfg.n_encoder_layers, model.cfg.n_decoder_layers))
+
+    def translator(self, beam_size: int) -> Translator:
+        return Translator(self.model, self.data.tokenizer, beam_size=beam_size, length_penalty=self.cfg.length_penalty)
+
+    def run(self, step: int) -> tuple[float, float, float, float]:
+        """Measure and log at `step`: (loss, perplexity, BLEU, seconds spent logging head statistics)."""
+        heads = HeadStatistics(self.data.tokenizer)
+        val_nll, val_ppl = validation_loss(self.model, self.loader, self.device, self.autocast, heads.add)
+        started = time.time()
+        log_head_statistics(self.writer, heads.result(), step)
+        heads_seconds = time.time() - started
+        val_text = self.data.text["val"]
+        hyps = self.translator(self.cfg.eval_beam_size).translate(list(val_text["src"]))
+        bleu = score_translations(hyps, list(val_text["tgt"])).bleu
+        for tag, value in (("val/loss", val_nll), ("val/ppl", val_ppl), ("val/bleu", bleu)):
+            self.writer.add_scalar(tag, value, step)
+        rows = [f"| {s} | {r} | {h} |" for s, r, h in
+                zip(val_text["src"][: self.cfg.n_samples], val_text["tgt"][: self.cfg.n_samples], hyps)]
+        self.writer.add_text("samples", "| source | reference | translation |\n|---|---|---|\n" + "\n".join(rows), step)
+        return val_nll, val_ppl, bleu, heads_seconds
+
+    def attention(self, step: int) -> int:
+        """Attention figures of the probe sentences (all kinds, layers and heads); how many sentences."""
+        if not self.probes:
+            return 0
+        sources = [src for src, _ in self.probes]
+        references = [ref if ref is not None else "(none given)" for _, ref in self.probes]
+        translator = self.translator(beam_size=1)
+        translations = translator.translate_ids(translator.source_ids(sources))
+        maps = collect_attention(self.model, self.data.tokenizer, sources, translations, references)
+        log_to_tensorboard(self.writer, maps, step)
+        return len(maps)

@@ -3,8 +3,11 @@
 `linear` is the budgeted-training schedule (Li et al., ICLR 2020): warm up, then decay
 linearly to `lr_floor` exactly when the run ends. A run bounded by steps knows its end from
 the start. A run bounded by wall-clock time does not, so it holds the peak until it has
-measured its own speed, then plans its last step once (`Schedule.plan`); the plan is saved in
-checkpoints, so that a resumed run follows the same learning rates as an uninterrupted one.
+measured its own speed, then plans its last step (`Schedule.plan`), and plans again at every
+validation from the speed since the last plan, each time decaying from where it stands, so
+the rate never jumps and the decay ends within a validation interval of the budget's end.
+The plan is saved in checkpoints, so that a resumed run follows the same learning rates as an
+uninterrupted one.
 """
 import math
 from dataclasses import asdict, dataclass
@@ -17,7 +20,8 @@ class Schedule:
     kind: str  # "linear", "inverse_sqrt" or "constant"
     warmup_steps: int
     floor: float = 0.0  # linear: the factor at the last step
-    decay_start: int | None = None  # linear: the step where decay began (the plan's step)
+    decay_start: int | None = None  # linear: the step of the latest plan, where this stretch of decay starts
+    start_factor: float = 1.0  # linear: the factor at decay_start (the peak at the first plan)
     last_step: int | None = None  # linear: the planned last step; None until planned
 
     @classmethod
@@ -32,7 +36,9 @@ class Schedule:
         return self.last_step is not None
 
     def plan(self, step: int, last_step: int) -> None:
-        """Decay linearly from `step` (at the peak) to the floor at `last_step`."""
+        """Decay linearly from `step`, at the factor the schedule has there (the peak, before
+        any plan), to the floor at `last_step`."""
+        self.start_factor = self.factor(step) if self.planned else 1.0
         self.decay_start, self.last_step = step, max(step + 1, last_step)
 
     def factor(self, step: int) -> float:
@@ -43,10 +49,12 @@ class Schedule:
             return 1.0
         if self.kind == "inverse_sqrt":
             return math.sqrt(self.warmup_steps / step)
-        if not self.planned or step <= self.decay_start:
-            return 1.0  # linear, before the plan: hold the peak
+        if not self.planned:
+            return 1.0  # linear, before the first plan: hold the peak
+        if step <= self.decay_start:
+            return self.start_factor
         left = max(0, self.last_step - step) / (self.last_step - self.decay_start)
-        return self.floor + (1.0 - self.floor) * left
+        return self.floor + (self.start_factor - self.floor) * left
 
     def state_dict(self) -> dict:
         return asdict(self)

@@ -200,11 +200,11 @@ class Trainer:
     def last_step(self) -> int:
         return min(self.cfg.max_steps, self.schedule.last_step or self.cfg.max_steps)
 
-    def plan_schedule(self, elapsed: float, session_start: tuple[int, float]) -> None:
-        """Fix the linear schedule's last step from this session's measured seconds per step,
-        validations and checkpoints included, so that the decay ends with the time budget."""
-        steps = self.progress.step - session_start[0]
-        per_step = max((elapsed - session_start[1]) / max(steps, 1), 1e-6)  # a clock that did not move
+    def plan_schedule(self, elapsed: float, since: tuple[int, float]) -> None:
+        """Set the linear schedule's last step from the seconds per step measured since `since`
+        (step, elapsed), validations and checkpoints included, so that the decay ends with the
+        time budget."""
+        per_step = max((elapsed - since[1]) / max(self.progress.step - since[0], 1), 1e-6)  # a clock that did not move
         last = self.progress.step + int((self.budget - elapsed) / per_step)
         self.schedule.plan(self.progress.step, min(last, self.cfg.max_steps))
         log.info("schedule planned at step %d: %.2f s a step with validations, so the learning rate decays "
@@ -243,7 +243,7 @@ class Trainer:
             return progress.elapsed + self.clock() - started
 
         bar = ProgressBar(self.budget, cfg.max_steps, progress.step, elapsed(), enabled=ddp.is_main)
-        session_start = (progress.step, elapsed())
+        last_plan = (progress.step, elapsed())  # where the speed of the next plan is measured from
         attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
         log_loss = log_tokens = 0.0
         log_time = self.clock()
@@ -286,10 +286,12 @@ class Trainer:
                     self.evaluate()
                 if ddp.is_main and attention_now:
                     self.log_attention()
-                if (evaluate_now and not self.schedule.planned and self.schedule.kind == "linear"
-                        and progress.step >= self.schedule.warmup_steps):
+                if (evaluate_now and self.schedule.kind == "linear" and cfg.max_minutes is not None
+                        and self.schedule.warmup_steps <= progress.step < self.last_step()):
                     # every rank plans from rank 0's clock, so that all stop at the same step
-                    self.plan_schedule(ddp.broadcast(elapsed()), session_start)
+                    now = ddp.broadcast(elapsed())
+                    self.plan_schedule(now, last_plan)
+                    last_plan = (progress.step, now)
                 if checkpoint_now:
                     progress.elapsed, started = elapsed(), self.clock()
                     self.save()

@@ -19,6 +19,16 @@ def test_linear_schedule_reaches_its_floor_at_the_planned_last_step():
     assert schedule.factor(141) == pytest.approx(0.05)  # and never below the floor after it
 
 
+def test_a_later_plan_decays_from_where_the_rate_stands():
+    schedule = Schedule("linear", warmup_steps=10, floor=0.1)
+    schedule.plan(step=20, last_step=120)
+    at_70 = schedule.factor(70)
+    assert at_70 == pytest.approx(0.1 + 0.9 * 0.5)
+    schedule.plan(step=70, last_step=220)  # the run turned out faster than planned
+    assert schedule.factor(70) == pytest.approx(at_70) and schedule.factor(220) == pytest.approx(0.1)
+    assert schedule.factor(145) == pytest.approx(0.1 + (at_70 - 0.1) * 0.5)
+
+
 def test_a_run_bounded_by_steps_plans_at_once():
     schedule = Schedule.from_config(TrainConfig(schedule="linear", warmup_steps=100, max_steps=1000, max_minutes=None))
     assert schedule.planned and (schedule.decay_start, schedule.last_step) == (100, 1000)

@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Callable
 
 import pytest
 import torch
@@ -19,10 +20,12 @@ QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1"]
 
 
 class FakeClock:
-    """Seconds that pass only when a training step runs: `per_step` each."""
+    """Seconds that pass only when a training step runs: `per_step` each, or `per_step(n)` for
+    the n-th step of the process."""
 
-    def __init__(self, per_step: float) -> None:
-        self.now, self.per_step = 0.0, per_step
+    def __init__(self, per_step: float | Callable[[int], float]) -> None:
+        self.now, self.steps = 0.0, 0
+        self.per_step = per_step if callable(per_step) else (lambda n: per_step)
 
     def __call__(self) -> float:
         return self.now
@@ -31,7 +34,8 @@ class FakeClock:
         real_step = engine.trainer.train_step
 
         def timed_step(*args, **kwargs):
-            self.now += self.per_step
+            self.steps += 1
+            self.now += self.per_step(self.steps)
             return real_step(*args, **kwargs)
 
         monkeypatch.setattr(engine.trainer, "train_step", timed_step)
@@ -67,6 +71,27 @@ def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi3
     assert lr[5] == pytest.approx(peak) and lr[10] == pytest.approx(peak)
     assert lr[20] == pytest.approx(peak / 2) and lr[30] == 0.0
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000030.pt")["train_state"]["scheduler"]["last_step"] == 30
+
+
+def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(multi30k_dir, tmp_path, monkeypatch,
+                                                                           caplog):
+    clock = FakeClock(per_step=lambda n: 2.0 if n <= 10 else 1.0)  # twice as fast after step 10
+    clock.install(monkeypatch)
+    caplog.set_level("INFO", logger="train")
+    cfg = compose_config("experiment=ci", "train.max_minutes=2", "train.reserve_minutes=0.5", "train.max_steps=100000",
+                         "train.schedule=linear", "train.warmup_steps=5", "train.eval_every=10", "train.log_every=1",
+                         "train.attention_every=0", "train.threads=1")
+    results = train(cfg, tmp_path, clock=clock)
+    # 90 s of budget. Step 10 at 20 s: 70 s left at 2 s a step -> step 45. Step 20 at 30 s: 60 s
+    # left at 1 s a step (measured since the plan) -> step 80, which later plans confirm.
+    assert "schedule planned at step 10: 2.00 s a step" in caplog.text and "at step 45" in caplog.text
+    assert "schedule planned at step 20: 1.00 s a step" in caplog.text and "at step 80" in caplog.text
+    assert results["steps"] == 80  # the first plan alone would have stopped at step 45, 35 s early
+    lr = {e.step: e.value / cfg.train.lr for e in scalars(tmp_path).Scalars("train/lr")}
+    at_20 = (45 - 20) / (45 - 10)  # on the first plan's line
+    assert lr[20] == pytest.approx(at_20, rel=1e-5)
+    assert lr[21] == pytest.approx(at_20 * 59 / 60, rel=1e-5)  # the new line starts where the old one was
+    assert lr[50] == pytest.approx(at_20 * 30 / 60, rel=1e-5) and lr[80] == 0.0
 
 
 def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):

@@ -19,38 +19,11 @@ import torch
 
 from data import UserError
 from engine.checkpoint import load_for_inference
+from engine.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int
 from engine.device import pick_device
 from engine.translator import Translator
 
 CHUNK = 1000  # lines translated (and written) at a time, so any input size streams through
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """argparse, but a bad option is one line on stderr instead of usage text plus error."""
-
-    def error(self, message: str) -> None:
-        self.exit(2, f"error: {message} (see --help)\n")
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
-    return value
 
 
 def head_specs(text: str) -> list[tuple[str, int, int]]:

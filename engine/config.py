@@ -15,18 +15,18 @@ from model import TransformerConfig
 
 @dataclass
 class TrainConfig:
-    """Defaults are conf/train/default.yaml's: one hour of the small model on a 2-core CPU."""
+    """Defaults are conf/train/default.yaml's: the one-hour recipe on a 2-core CPU."""
 
     # batches and length of training
     max_tokens: int = 4096  # padded tokens per batch (per rank)
     grad_accum: int = 1  # batches per optimizer step
     max_steps: int = 100_000  # optimizer steps
-    max_epochs: int = 100
+    max_epochs: int = 1000
     max_minutes: float | None = 60  # wall-clock budget of the whole run, resumes and final evaluation included
     reserve_minutes: float = 1.5  # of max_minutes, kept for the final validation, averaging and test decoding
     # optimisation
-    lr: float = 1e-3  # peak learning rate, reached at the end of warmup
-    warmup_steps: int = 400
+    lr: float = 3e-3  # peak learning rate, reached at the end of warmup
+    warmup_steps: int = 500
     # after warmup: "linear" decays to lr_floor * lr at the run's end (planned from the time
     # budget at the first validation after warmup), "inverse_sqrt" as lr * sqrt(warmup/step),
     # or "constant"
@@ -43,10 +43,10 @@ class TrainConfig:
     threads: int | None = None  # torch intra-op threads; None: cores / processes
     # evaluation and checkpoints
     log_every: int = 20  # steps between TensorBoard scalars
-    eval_every: int = 250  # steps between validations (and checkpoints)
-    checkpoint_every: int | None = None  # None: at every validation
+    eval_every: int = 500  # steps between validations
+    checkpoint_every: int | None = 250  # None: at every validation
     keep_last: int = 3  # full training checkpoints kept for resuming
-    average_last: int = 0  # >1: also evaluate the average of the last K checkpoints
+    average_last: int = 5  # >1: also evaluate the average of the last K checkpoints
     eval_beam_size: int = 1  # validation BLEU decoding (greedy is fast enough to run often)
     test_beam_size: int = 5  # final test decoding
     length_penalty: float = 1.0
@@ -56,6 +56,10 @@ class TrainConfig:
     attention_probes: int = 3
     attention_sentences: list[str] = field(default_factory=list)
     attention_every: int | None = None  # steps; None: at every validation; 0: never
+    # at the end: validation loss and greedy BLEU with each head masked, and pruning curves
+    # (engine/head_importance.py); BLEU on the first N validation sentences (null: all)
+    head_importance: bool = False  # ~5 minutes for the recipe model: see conf/train/default.yaml
+    head_importance_sentences: int | None = 500
     # where a new run folder starts from (a folder's own checkpoints always come first):
     resume: str | None = None  # continue that run (checkpoint file or run folder) here, exactly
     init_from: str | None = None  # a new run from those weights (checkpoint file or run folder)
@@ -107,6 +111,8 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         (t.max_tokens > 0 and t.grad_accum > 0, "train.max_tokens and train.grad_accum must be positive"),
         (t.eval_every > 0 and t.log_every > 0, "train.eval_every and train.log_every must be positive"),
         (t.attention_every is None or t.attention_every >= 0, "train.attention_every must be >= 0 (0 turns it off)"),
+        (t.head_importance_sentences is None or t.head_importance_sentences > 0,
+         "train.head_importance_sentences must be positive (or null: every validation sentence)"),
         (t.keep_last >= 1, "train.keep_last must be at least 1"),
         (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
         (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),

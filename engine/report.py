@@ -7,6 +7,7 @@ import sys
 from engine.checkpoint import average_checkpoints, load_checkpoint, step_checkpoints
 from engine.config import RunConfig
 from engine.evaluate import score_translations
+from engine.head_importance import head_importance, importance_table, log_head_importance
 from engine.trainer import Trainer
 
 log = logging.getLogger("train")
@@ -65,6 +66,13 @@ def finish(trainer: Trainer) -> dict:
         trainer.writer.add_scalar("test/bleu", scores.bleu, progress.step)
         log.info("%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s", split, scores.bleu, scores.bleu_lowercase,
                  scores.chrf, scores.bleu_signature)
+    if cfg.head_importance:
+        t0 = trainer.clock()
+        importance = head_importance(trainer.model, lambda: trainer.validation.measure(cfg.head_importance_sentences))
+        log.info("%s", importance_table(importance))
+        log_head_importance(trainer.writer, importance, progress.step)
+        results["head_importance"] = {**importance, "sentences_for_bleu": cfg.head_importance_sentences,
+                                      "seconds": round(trainer.clock() - t0, 1)}
     results["total_minutes"] = round((progress.elapsed + trainer.clock() - started) / 60, 2)
     results["peak_rss_mb"] = peak_rss_mb()
     log.info("%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",

@@ -54,6 +54,15 @@ class Validation:
         self.writer.add_text("samples", "| source | reference | translation |\n|---|---|---|\n" + "\n".join(rows), step)
         return val_nll, val_ppl, bleu, heads_seconds
 
+    def measure(self, sentences: int | None = None) -> tuple[float, float]:
+        """(validation loss, greedy BLEU of the first `sentences` validation sentences, all if None),
+        logging nothing: what head importance compares with heads masked and not."""
+        loss, _ = validation_loss(self.model, self.loader, self.device, self.autocast)
+        text = self.data.text["val"]
+        text = text.select(range(min(sentences, len(text)))) if sentences is not None else text
+        hyps = self.translator(beam_size=1).translate(list(text["src"]))
+        return loss, score_translations(hyps, list(text["tgt"])).bleu
+
     def attention(self, step: int) -> int:
         """Attention figures of the probe sentences (all kinds, layers and heads); how many sentences."""
         if not self.probes:

@@ -16,7 +16,7 @@ from engine.run import train
 
 from helpers import ROOT, compose_config, run_train, scalars
 
-QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1"]
+QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 
 
 class FakeClock:
@@ -55,14 +55,19 @@ def test_time_budget_stops_training_and_leaves_the_reserve(multi30k_dir, tmp_pat
     assert "time budget of 1.0 minutes (0.5 kept for the final evaluation) reached at step 31" in caplog.text
 
 
-def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi30k_dir, tmp_path, monkeypatch, caplog):
-    clock = FakeClock(per_step=1.0)
+def linear_budget_run(clock: FakeClock, minutes: float, run_dir, monkeypatch, caplog) -> tuple:
+    """A ci run with a linear schedule under a time budget of `minutes` (half a minute of it
+    reserved), validating every 10 steps on the fake clock: (config, results)."""
     clock.install(monkeypatch)
     caplog.set_level("INFO", logger="train")
-    cfg = compose_config("experiment=ci", "train.max_minutes=1", "train.reserve_minutes=0.5", "train.max_steps=100000",
-                         "train.schedule=linear", "train.warmup_steps=5", "train.eval_every=10", "train.log_every=1",
-                         "train.attention_every=0", "train.threads=1")
-    results = train(cfg, tmp_path, clock=clock)
+    cfg = compose_config("experiment=ci", f"train.max_minutes={minutes}", "train.reserve_minutes=0.5",
+                         "train.max_steps=100000", "train.schedule=linear", "train.warmup_steps=5",
+                         "train.eval_every=10", "train.log_every=1", "train.attention_every=0", "train.threads=1")
+    return cfg, train(cfg, run_dir, clock=clock)
+
+
+def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi30k_dir, tmp_path, monkeypatch, caplog):
+    cfg, results = linear_budget_run(FakeClock(per_step=1.0), 1, tmp_path, monkeypatch, caplog)
     # planned at the first validation (step 10, 10 s): 20 s left at 1 s a step -> last step 30
     assert "schedule planned at step 10" in caplog.text and "at step 30" in caplog.text
     assert results["steps"] == 30  # the plan, not the budget, ended training
@@ -76,12 +81,7 @@ def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi3
 def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(multi30k_dir, tmp_path, monkeypatch,
                                                                            caplog):
     clock = FakeClock(per_step=lambda n: 2.0 if n <= 10 else 1.0)  # twice as fast after step 10
-    clock.install(monkeypatch)
-    caplog.set_level("INFO", logger="train")
-    cfg = compose_config("experiment=ci", "train.max_minutes=2", "train.reserve_minutes=0.5", "train.max_steps=100000",
-                         "train.schedule=linear", "train.warmup_steps=5", "train.eval_every=10", "train.log_every=1",
-                         "train.attention_every=0", "train.threads=1")
-    results = train(cfg, tmp_path, clock=clock)
+    cfg, results = linear_budget_run(clock, 2, tmp_path, monkeypatch, caplog)
     # 90 s of budget. Step 10 at 20 s: 70 s left at 2 s a step -> step 45. Step 20 at 30 s: 60 s
     # left at 1 s a step (measured since the plan) -> step 80, which later plans confirm.
     assert "schedule planned at step 10: 2.00 s a step" in caplog.text and "at step 45" in caplog.text

@@ -73,12 +73,12 @@ def head_importance(model: Transformer, measure: Measure, points: int = 8) -> di
     return {"base": {"loss": base_loss, "bleu": base_bleu}, "heads": rows, "pruning": pruning}
 
 
-def importance_table(result: dict, top: int | None = None) -> str:
+def importance_table(result: dict) -> str:
     """The result as text for the log: heads, most important first, then the pruning curves."""
     base = result["base"]
     lines = [f"head importance (validation loss {base['loss']:.3f}, greedy BLEU {base['bleu']:.2f} with every head)",
              f"{'head (kind:layer:head)':<26} {'loss +':>8} {'BLEU -':>8}"]
-    for r in result["heads"][:top]:
+    for r in result["heads"]:
         lines.append(f"{r['kind'] + ':' + str(r['layer']) + ':' + str(r['head']):<26} "
                      f"{r['loss_increase']:>8.3f} {r['bleu_drop']:>8.2f}")
     for kind, curve in result["pruning"].items():

@@ -4,7 +4,7 @@
     python heads.py -c runs/RUN --sentences 200 --figure heads.png -o heads.json
 
 Prints the table (most important head first, then a pruning curve per kind), writes the
-whole result as JSON (default: head_importance.json next to the checkpoint) and, with
+whole result as JSON (default: head_importance.json in the run folder) and, with
 --figure, the pruning curves and per-head loss increases as one PNG. train.py does the same
 at the end of a run (train.head_importance) into results.json and TensorBoard.
 """
@@ -33,7 +33,7 @@ def build_parser() -> OneLineErrorParser:
     parser.add_argument("--data-dir", help="Multi30k folder (default: $MULTI30K_DIR)")
     parser.add_argument("--sentences", type=positive_int,
                         help="BLEU on the first N validation sentences (default: all; the loss always uses all)")
-    parser.add_argument("-o", "--output", type=Path, help="JSON file (default: head_importance.json beside the "
+    parser.add_argument("-o", "--output", type=Path, help="JSON file (default: head_importance.json in the "
                                                           "checkpoint's run folder)")
     parser.add_argument("--figure", type=Path, help="also draw the result into this PNG file")
     parser.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
@@ -47,7 +47,9 @@ def run(args) -> None:
     path = resolve_checkpoint_path(args.checkpoint)
     result = checkpoint_importance(path, args.data_dir, args.sentences, pick_device(args.device, "--device"))
     print(importance_table(result))
-    output = args.output or path.parent.parent / "head_importance.json"  # RUN/checkpoints/best.pt -> RUN
+    # into the run folder (RUN/checkpoints/best.pt -> RUN), else beside a checkpoint kept elsewhere
+    run_dir = path.parent.parent if path.parent.name == "checkpoints" else path.parent
+    output = args.output or run_dir / "head_importance.json"
     output.write_text(json.dumps({**result, "checkpoint": str(path), "sentences_for_bleu": args.sentences},
                                  indent=2) + "\n")
     print(f"written: {output}", file=sys.stderr)

@@ -62,12 +62,19 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
     return load_from_disk(str(folder))  # memory-mapped, the same object a cached run gets
 
 
-def prepare_data(cfg: DataConfig, splits: list[str] | None = None) -> PreparedData:
-    text = load_multi30k(cfg.src_lang, cfg.tgt_lang, cfg.dir, splits)
+def load_text(cfg: DataConfig, splits: list[str] | None = None, data_dir: str | None = None) -> DatasetDict:
+    """The configured language pair's splits, each cut to the configured number of examples
+    (`data_dir`, if given, instead of the configured folder)."""
+    text = load_multi30k(cfg.src_lang, cfg.tgt_lang, data_dir or cfg.dir, splits)
     for split, ds in text.items():
         limit = cfg.max_train_examples if split == "train" else cfg.max_eval_examples
         if limit is not None and limit < len(ds):
             text[split] = ds.select(range(limit))
+    return text
+
+
+def prepare_data(cfg: DataConfig, splits: list[str] | None = None) -> PreparedData:
+    text = load_text(cfg, splits)
     if "train" not in text:
         raise ValueError("the tokenizer is trained on the train split; include it in `splits`")
     tokenizer = train_tokenizer(text["train"]["src"], text["train"]["tgt"], cfg.tokenizer, Path(cfg.cache_dir))

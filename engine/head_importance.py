@@ -21,8 +21,8 @@ import torch
 from omegaconf import OmegaConf
 from torch import Tensor
 
-from data import DataConfig, PreparedData, UserError, load_multi30k
-from data.prepare import tokenize_splits
+from data import DataConfig, PreparedData, UserError
+from data.prepare import load_text, tokenize_splits
 from engine.checkpoint import load_for_inference
 from engine.config import TrainConfig
 from engine.validation import Validation
@@ -119,10 +119,7 @@ def checkpoint_importance(checkpoint: str | Path, data_dir: str | None, sentence
     model, tokenizer, meta = load_for_inference(checkpoint, device)
     if "config" not in meta:
         raise UserError(f"{checkpoint}: the checkpoint does not hold its run's configuration (not saved by train.py?)")
-    data_cfg = OmegaConf.create(meta["config"]).data
-    text = load_multi30k(data_cfg.src_lang, data_cfg.tgt_lang, data_dir or data_cfg.dir, ["val"])
-    if data_cfg.max_eval_examples is not None and data_cfg.max_eval_examples < len(text["val"]):
-        text["val"] = text["val"].select(range(data_cfg.max_eval_examples))
+    text = load_text(OmegaConf.create(meta["config"]).data, ["val"], data_dir)
     data = PreparedData(tokenizer, text, tokenize_splits(text, tokenizer, Path(cache_dir)))
     validation = Validation(model, data, TrainConfig(attention_probes=0), None, device, contextlib.nullcontext)
     return head_importance(model, lambda: validation.measure(sentences))

@@ -5,10 +5,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install test train clean-venv
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r requirements.txt
+	# the checkout itself, editable: registers TensorBoard's ATTENTION tab (pyproject.toml)
+	$(VENV)/bin/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -242,9 +242,11 @@ class Trainer:
         def elapsed() -> float:
             return progress.elapsed + self.clock() - started
 
+        attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
+        if ddp.is_main and attention_every > 0 and progress.step == 0:
+            self.log_attention()  # the untrained maps: where the step slider of the ATTENTION tab starts
         bar = ProgressBar(self.budget, cfg.max_steps, progress.step, elapsed(), enabled=ddp.is_main)
         last_plan = (progress.step, elapsed())  # where the speed of the next plan is measured from
-        attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
         log_loss = log_tokens = 0.0
         log_time = self.clock()
         with StopOnSignal() as stop:

@@ -14,6 +14,7 @@ from engine.head_stats import HeadStatistics, log_head_statistics, scalar_layout
 from engine.translator import Translator
 from model import Transformer
 from viz.attention import collect_attention, log_to_tensorboard
+from viz.attention_store import write_step
 
 
 class Validation:
@@ -64,7 +65,8 @@ class Validation:
         return loss, score_translations(hyps, list(text["tgt"])).bleu
 
     def attention(self, step: int) -> int:
-        """Attention figures of the probe sentences (all kinds, layers and heads); how many sentences."""
+        """Attention of the probe sentences (all kinds, layers and heads): figures in TensorBoard's
+        IMAGES and the raw weights for its ATTENTION tab; how many sentences."""
         if not self.probes:
             return 0
         sources = [src for src, _ in self.probes]
@@ -73,4 +75,5 @@ class Validation:
         translations = translator.translate_ids(translator.source_ids(sources))
         maps = collect_attention(self.model, self.data.tokenizer, sources, translations, references)
         log_to_tensorboard(self.writer, maps, step)
+        write_step(self.writer.log_dir, step, maps)
         return len(maps)

@@ -26,8 +26,8 @@ from torch import Tensor  # noqa: E402
 from data import Tokenizer  # noqa: E402
 from data.batching import pad  # noqa: E402
 from model import Transformer  # noqa: E402
+from viz.attention_store import KINDS, axis_labels  # noqa: E402
 
-KINDS = ("encoder_self", "decoder_self", "cross")
 KIND_TITLES = {"encoder_self": "encoder self-attention", "decoder_self": "decoder masked self-attention",
                "cross": "cross-attention"}
 MAX_LABELS = 40  # more pieces than this on an axis: label every k-th one
@@ -47,11 +47,7 @@ class SentenceAttention:
 
     def axis_labels(self, kind: str) -> tuple[list[str], list[str]]:
         """(row labels, column labels) of a map of this kind."""
-        if kind == "encoder_self":
-            return self.src_pieces, self.src_pieces
-        if kind == "decoder_self":
-            return self.tgt_out_pieces, self.tgt_in_pieces
-        return self.tgt_out_pieces, self.src_pieces
+        return axis_labels(kind, self.src_pieces, self.tgt_in_pieces, self.tgt_out_pieces)
 
 
 @torch.no_grad()

@@ -10,18 +10,19 @@ from engine.config import to_run_config
 from helpers import CONF, compose_config, run_train
 
 
-@pytest.mark.parametrize("experiment", [None, "ci"])
+@pytest.mark.parametrize("experiment", [None, "ci", "proxy"])
 @pytest.mark.parametrize("model", ["tiny", "compact", "small", "base"])
 def test_every_config_composes_to_the_values_its_files_give(experiment, model):
     overrides = [f"model={model}"] + ([f"experiment={experiment}"] if experiment else [])
     run = to_run_config(compose_config(*overrides))
+    experiment_file = yaml.safe_load((CONF / "experiment" / f"{experiment}.yaml").read_text()) if experiment else {}
     shape = yaml.safe_load((CONF / "model" / f"{model}.yaml").read_text())
     assert {key: getattr(run.model, key) for key in shape} == shape  # the model group's file, whole
     train = yaml.safe_load((CONF / "train" / "default.yaml").read_text())
-    if experiment == "ci":
-        ci = yaml.safe_load((CONF / "experiment" / "ci.yaml").read_text())
-        train.update(ci["train"])
-        assert run.data.max_train_examples == ci["data"]["max_train_examples"]
+    train.update(experiment_file.get("train", {}))
+    for key, value in experiment_file.get("data", {}).items():
+        if not isinstance(value, dict):
+            assert getattr(run.data, key) == value
     assert {key: getattr(run.train, key) for key in train} == train
 
 

@@ -128,19 +128,19 @@ class TensorBoard:
                    "--host", "127.0.0.1", "--port", "0"]
         self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
+        self.url = ""
         found = threading.Event()
 
         def read() -> None:  # TensorBoard says where it serves on stderr
             for line in self.process.stderr:
                 self.lines.append(line)
-                if re.search(r"at http://\S+", line):
+                if match := re.search(r"at (http://\S+?)/?(\s|$)", line):
+                    self.url = match[1]
                     found.set()
         threading.Thread(target=read, daemon=True).start()
         if not found.wait(timeout=120):
             self.process.kill()
             raise AssertionError("tensorboard did not start:\n" + "".join(self.lines))
-        self.url = next(re.search(r"at (http://\S+?)/? ", line + " ")[1] for line in self.lines
-                        if re.search(r"at http://", line))
 
     def close(self) -> None:
         self.process.terminate()

@@ -7,7 +7,7 @@ Routes, under /data/plugin/attention/:
     sentences?run=R&step=S             {"step", "sentences": [{source, translation, reference,
                                         layers: {kind: n}, heads: {kind: n}}]}
     maps?run=R&step=S&probe=P&kind=K   {"rows", "cols", "layers": [(H, T_q, T_k) nested lists]}
-    static/index.js, static/style.css  the frontend (no build step, no network)
+    static/index.js                    the frontend, styles included (no build step, no network)
 """
 import mimetypes
 from pathlib import Path
@@ -63,8 +63,10 @@ class AttentionPlugin(base_plugin.TBPlugin):
 
     def _stored(self, request):
         run = request.args.get("run", "")
-        folder = self.runs().get(run)
-        if folder is None:  # also what stops a run name from reaching outside the logdir
+        # the run's folder directly, not a walk of the whole logdir on every request; a name
+        # that leads outside the logdir is no run
+        folder = (self.logdir / run).resolve() if self.logdir is not None else None
+        if folder is None or not folder.is_relative_to(self.logdir.resolve()) or not steps(folder):
             raise BadRequest(f"no run {run!r} with attention data", 404)
         step = _integer(request, "step")
         try:

@@ -290,11 +290,15 @@ function draw() {
 
 // --- loading --------------------------------------------------------------------------------
 
+const showStepLabel = () => {
+  el['step-label'].textContent = `step ${currentStep()} (${state.stepIndex + 1} of ${state.steps.length})`;
+};
+
 function syncControls() {
   el.run.value = state.run;
   el.step.max = String(Math.max(0, state.steps.length - 1));
   el.step.value = String(state.stepIndex);
-  el['step-label'].textContent = `step ${currentStep()} (${state.stepIndex + 1} of ${state.steps.length})`;
+  showStepLabel();
   const sentences = state.sentences ? state.sentences.sentences : [];
   setOptions(el.probe, sentences.map((s, i) => [String(i), `${i}: ${s.source}`]));
   el.probe.value = String(state.probe);
@@ -384,7 +388,7 @@ function buildPage() {
   el['step-label'] = node('span', {id: 'step-label'}, slider);
   el.step.addEventListener('input', () => {
     state.stepIndex = Number(el.step.value);
-    el['step-label'].textContent = `step ${currentStep()} (${state.stepIndex + 1} of ${state.steps.length})`;
+    showStepLabel();
     load();
   });
   const stretch = node('label', {title: 'colour scale from 0 to the largest weight shown, instead of 0 to 1'}, el.controls);

@@ -128,18 +128,18 @@ class HeadStatistics:
             for layer, weights in enumerate(getattr(attention, kind)):
                 for name, (total, count) in map_sums(weights, *setups[kind], STATISTICS[kind]).items():
                     sums, counts = self.sums.setdefault((kind, name), []), self.counts.setdefault((kind, name), [])
-                    if layer == len(sums):
+                    if layer == len(sums):  # on the attention's device: no copy (on a GPU, no sync) per batch
                         sums.append(torch.zeros_like(total))
-                        counts.append(torch.zeros(()))
-                    sums[layer] += total.cpu()
-                    counts[layer] += count.float().cpu()
+                        counts.append(torch.zeros((), device=total.device))
+                    sums[layer] += total
+                    counts[layer] += count.float()
 
     def result(self) -> dict[str, dict[str, Tensor]]:
         """kind -> statistic -> (layers, heads) averages."""
         out: dict[str, dict[str, Tensor]] = {kind: {} for kind in KINDS}
         for (kind, name), sums in self.sums.items():
             counts = self.counts[(kind, name)]
-            out[kind][name] = torch.stack([s / c.clamp_min(1) for s, c in zip(sums, counts)])  # (L, H)
+            out[kind][name] = torch.stack([s / c.clamp_min(1) for s, c in zip(sums, counts)]).cpu()  # (L, H)
         return out
 
 

@@ -26,6 +26,11 @@ class DataConfig:
     # the training subset, so a small run also trains a small tokenizer quickly.
     max_train_examples: int | None = None
     max_eval_examples: int | None = None  # per validation/test split
+    # Subword regularisation (data/subword_sampling.py): above 0, every epoch trains on each
+    # pair in segmentations drawn from its n best, P(x)^alpha-weighted with alpha this value
+    # (unigram tokenizer only); 0: the best segmentation throughout, as validation and test.
+    subword_sampling: float = 0.0
+    subword_n_best: int = 16
 
 
 @dataclass

@@ -2,29 +2,65 @@
 import logging
 from typing import Iterator
 
+import torch
+from datasets import Dataset
 from torch.utils.data import DataLoader
 
-from data import Batch, TokenBucketSampler
+from data import Batch, PreparedData, SampledPairs, TokenBucketSampler, collate
 
 log = logging.getLogger("train")
 
 
-def fitting(dataset, max_len: int):
+def fitting(dataset: Dataset, max_len: int, quiet: bool = False) -> Dataset:
     """Pairs the model can take whole (source, and target plus bos/eos, within max_len)."""
     keep = [i for i, (s, t) in enumerate(zip(dataset["src_ids"], dataset["tgt_ids"]))
             if 0 < len(s) <= max_len and 0 < len(t) + 1 <= max_len]
-    if len(keep) < len(dataset):
+    if len(keep) < len(dataset) and not quiet:
         log.info("skipping %d pairs longer than %d pieces (or empty)", len(dataset) - len(keep), max_len)
     return dataset.select(keep)
 
 
-def micro_batches(loader: DataLoader, sampler: TokenBucketSampler, epoch: int, position: int, max_epochs: int
-                  ) -> Iterator[tuple[int, int, Batch]]:
-    """Batches across epochs, starting `position` batches into `epoch`: (epoch, position
-    after the batch, batch), so that a checkpoint can say where to continue."""
-    while epoch < max_epochs:
-        sampler.set_epoch(epoch, start=position)
-        for batch in loader:
-            position += 1
-            yield epoch, position, batch
-        epoch, position = epoch + 1, 0
+class TrainingBatches:
+    """Batches of the training pairs, epoch after epoch, from a given (epoch, position) on.
+
+    Without subword sampling every epoch sees the tokenized split, so its pairs and their
+    lengths are prepared once; with it (`sampled`) each epoch draws new segmentations, whose
+    lengths differ, so that epoch's pairs and batches are made when it starts.
+    """
+
+    def __init__(self, data: PreparedData, sampled: SampledPairs | None, max_len: int, max_tokens: int, seed: int,
+                 rank: int, world_size: int) -> None:
+        self.data, self.sampled, self.max_len, self.seed = data, sampled, max_len, seed
+        self.sampler_args = dict(max_tokens=max_tokens, shuffle=True, seed=seed, rank=rank, world_size=world_size)
+        self.loader_epoch = 0  # whose pairs self.loader holds; without sampling, every epoch's
+        self.loader = self._loader(self.loader_epoch)
+
+    def _loader(self, epoch: int) -> DataLoader:
+        pairs = self.data.tokens["train"] if self.sampled is None else self.sampled.epoch(epoch, self.seed)
+        pairs = fitting(pairs, self.max_len, quiet=epoch > 0)  # said once
+        sampler = TokenBucketSampler([len(x) for x in pairs["src_ids"]], [len(x) for x in pairs["tgt_ids"]],
+                                     **self.sampler_args)
+        # Its own generator: each iter(DataLoader) draws a seed, and drawing it from the global
+        # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
+        return DataLoader(pairs, batch_sampler=sampler, collate_fn=collate, generator=torch.Generator())
+
+    @property
+    def sampler(self) -> TokenBucketSampler:
+        """The current epoch's (batches per epoch: len(sampler) + sampler.start)."""
+        return self.loader.batch_sampler
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.loader.dataset)
+
+    def __call__(self, epoch: int, position: int, max_epochs: int) -> Iterator[tuple[int, int, Batch]]:
+        """Batches starting `position` batches into `epoch`: (epoch, position after the batch,
+        batch), so that a checkpoint can say where to continue."""
+        while epoch < max_epochs:
+            if self.sampled is not None and self.loader_epoch != epoch:
+                self.loader_epoch, self.loader = epoch, self._loader(epoch)
+            self.sampler.set_epoch(epoch, start=position)
+            for batch in self.loader:
+                position += 1
+                yield epoch, position, batch
+            epoch, position = epoch + 1, 0

@@ -86,7 +86,7 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         raise UserError(f"invalid config: {str(e).splitlines()[0]}") from None
     if not isinstance(run, RunConfig):  # a config composed without the schema (plain dicts)
         raise UserError("config does not follow the run schema (conf/config.yaml must list run_schema)")
-    t, m = run.train, run.model
+    t, m, d = run.train, run.model, run.data
     checks = [
         (t.lr > 0, f"train.lr must be positive, not {t.lr}"),
         (len(t.betas) == 2 and all(0.0 <= b < 1.0 for b in t.betas),
@@ -116,6 +116,10 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         (t.keep_last >= 1, "train.keep_last must be at least 1"),
         (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
         (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
+        (d.subword_sampling >= 0 and d.subword_n_best >= 2,
+         "data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2"),
+        (d.subword_sampling == 0 or d.tokenizer.model_type == "unigram",
+         "data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best segmentations)"),
         (t.max_minutes is None or 0 <= t.reserve_minutes < t.max_minutes,
          "train.reserve_minutes must be at least 0 and below train.max_minutes"),
     ]

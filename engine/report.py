@@ -49,7 +49,8 @@ def finish(trainer: Trainer) -> dict:
         log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
     trainer.model.load_state_dict(load_checkpoint(trainer.ckpt_dir / "best.pt")["model"])
 
-    batches_per_epoch = len(trainer.sampler) + trainer.sampler.start
+    sampler = trainer.batches.sampler
+    batches_per_epoch = len(sampler) + sampler.start
     results = {"steps": progress.step,
                "epochs": round(progress.epoch + progress.position / batches_per_epoch, 2),
                "minutes": round(progress.elapsed / 60, 2), "parameters": trainer.model.num_parameters(),

@@ -81,7 +81,7 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
         trainer = Trainer(run, model_cfg, run_dir, data, device, ddp, clock)
         log.info("model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
                  trainer.model.num_parameters() / 1e6, device, torch.get_num_threads(), ddp.world_size,
-                 len(trainer.train_set))
+                 trainer.batches.n_pairs)
         start(trainer, run.train, run_dir)
         with logging_redirect_tqdm():
             trainer.fit(started)

@@ -18,11 +18,10 @@ from typing import Callable
 import torch
 from omegaconf import OmegaConf
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
-from data import Batch, PreparedData, TokenBucketSampler, UserError, collate
-from engine.batches import fitting, micro_batches
+from data import Batch, PreparedData, SampledPairs, UserError
+from engine.batches import TrainingBatches
 from engine.checkpoint import (atomic_save, latest_step_checkpoint, load_checkpoint, load_weights, make_checkpoint,
                                step_checkpoints)
 from engine.config import RunConfig
@@ -73,14 +72,10 @@ class Trainer:
         self.train_model = (DistributedDataParallel(self.model, device_ids=[device] if device.type == "cuda" else None)
                             if ddp.world_size > 1 else self.model)
 
-        self.train_set = fitting(data.tokens["train"], model_cfg.max_len)
-        self.sampler = TokenBucketSampler([len(x) for x in self.train_set["src_ids"]],
-                                          [len(x) for x in self.train_set["tgt_ids"]], self.cfg.max_tokens,
-                                          shuffle=True, seed=run.seed, rank=ddp.rank, world_size=ddp.world_size)
-        # Its own generator: each iter(DataLoader) draws a seed, and drawing it from the global
-        # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
-        self.loader = DataLoader(self.train_set, batch_sampler=self.sampler, collate_fn=collate,
-                                 generator=torch.Generator())
+        sampled = (SampledPairs(data.tokenizer, data.text["train"], run.data.subword_sampling, run.data.subword_n_best)
+                   if run.data.subword_sampling > 0 else None)
+        self.batches = TrainingBatches(data, sampled, model_cfg.max_len, self.cfg.max_tokens,
+                                       seed=run.seed, rank=ddp.rank, world_size=ddp.world_size)
         self.writer = SummaryWriter(log_dir=str(run_dir)) if ddp.is_main else None
         self.validation = Validation(self.model, data, self.cfg, self.writer, device, self.autocast)
 
@@ -236,7 +231,7 @@ class Trainer:
         `started` is the clock() reading when this session of the run began (data
         preparation counts against the budget)."""
         cfg, progress, ddp = self.cfg, self.progress, self.ddp
-        batches = micro_batches(self.loader, self.sampler, progress.epoch, progress.position, cfg.max_epochs)
+        batches = self.batches(progress.epoch, progress.position, cfg.max_epochs)
         self.train_model.train()
 
         def elapsed() -> float:

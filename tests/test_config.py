@@ -52,6 +52,8 @@ def test_experiment_files_hold_only_what_they_change():
     ("train.attention_sentences=['Ein Hund.','  ']", "error: train.attention_sentences holds an empty sentence"),
     ("train.init_from=x", None),  # with train.resume (below)
     ("train.reserve_minutes=60", "error: train.reserve_minutes must be at least 0 and below train.max_minutes"),
+    ("data.subword_sampling=-0.5", "error: data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2"),
+    ("data.tokenizer.model_type=bpe", None),  # with data.subword_sampling (below)
     ("data.dir=/does/not/exist", "error: Multi30k folder /does/not/exist (from data.dir) does not exist"),
     ("train.device=cuda:0", None),  # on a CPU machine: no GPU; on a GPU machine: trains (not run here)
 ])
@@ -62,6 +64,9 @@ def test_bad_input_gives_one_line_error(tmp_path, override, message):
     if override == "train.init_from=x":
         overrides.append("train.resume=y")
         message = "error: give train.resume (continue a run) or train.init_from (start from its weights), not both"
+    if override == "data.tokenizer.model_type=bpe":
+        overrides.append("data.subword_sampling=0.5")
+        message = "error: data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best"
     message = message or "error: train.device is cuda:0 but no CUDA GPU is available"
     result = run_train(tmp_path, *overrides, check=False, env={**os.environ, "MULTI30K_DIR": str(tmp_path)})
     assert result.returncode != 0

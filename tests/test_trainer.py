@@ -173,6 +173,17 @@ def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path)
     assert (tmp_path / "results.json").is_file() and (tmp_path / "checkpoints" / "best.pt").is_file()
 
 
+def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(multi30k_dir, tmp_path):
+    # 300 pairs are ~10 batches an epoch: 40 steps cross epochs, each in new segmentations
+    common = ["experiment=ci", "data.max_train_examples=300", "data.tokenizer.vocab_size=500", "data.subword_sampling=0.5",
+              "train.max_steps=40", "train.checkpoint_every=20", "train.keep_last=5", "train.max_minutes=null", *QUIET]
+    run_train(tmp_path / "straight", *common)
+    run_train(tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}")
+    assert_same_training(tmp_path / "straight" / "checkpoints" / "step_0000040.pt",
+                         tmp_path / "resumed" / "checkpoints" / "step_0000040.pt")
+    assert load_checkpoint(tmp_path / "resumed" / "checkpoints" / "step_0000040.pt")["train_state"]["progress"]["epoch"] >= 2
+
+
 def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
     run_train(tmp_path, "experiment=ci", "train.max_steps=10", "train.eval_every=10", "train.max_minutes=null",
               "train.attention_every=0", "train.threads=1", f"train.init_from={first_run}")

@@ -11,13 +11,18 @@ from data import Batch, PreparedData, SampledPairs, TokenBucketSampler, collate
 log = logging.getLogger("train")
 
 
-def fitting(dataset: Dataset, max_len: int, quiet: bool = False) -> Dataset:
-    """Pairs the model can take whole (source, and target plus bos/eos, within max_len)."""
-    keep = [i for i, (s, t) in enumerate(zip(dataset["src_ids"], dataset["tgt_ids"]))
-            if 0 < len(s) <= max_len and 0 < len(t) + 1 <= max_len]
+def token_batches(dataset: Dataset, max_len: int, max_tokens: int, quiet: bool = False, **sampler_args) -> DataLoader:
+    """The pairs the model can take whole (source, and target plus bos/eos, within max_len), in
+    length-bucketed batches of up to max_tokens (TokenBucketSampler, given `sampler_args`)."""
+    src_lengths, tgt_lengths = [len(s) for s in dataset["src_ids"]], [len(t) for t in dataset["tgt_ids"]]  # read once
+    keep = [i for i, (s, t) in enumerate(zip(src_lengths, tgt_lengths)) if 0 < s <= max_len and 0 < t + 1 <= max_len]
     if len(keep) < len(dataset) and not quiet:
         log.info("skipping %d pairs longer than %d pieces (or empty)", len(dataset) - len(keep), max_len)
-    return dataset.select(keep)
+    sampler = TokenBucketSampler([src_lengths[i] for i in keep], [tgt_lengths[i] for i in keep], max_tokens,
+                                 **sampler_args)
+    # Its own generator: each iter(DataLoader) draws a seed, and drawing it from the global
+    # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
+    return DataLoader(dataset.select(keep), batch_sampler=sampler, collate_fn=collate, generator=torch.Generator())
 
 
 class TrainingBatches:
@@ -30,19 +35,15 @@ class TrainingBatches:
 
     def __init__(self, data: PreparedData, sampled: SampledPairs | None, max_len: int, max_tokens: int, seed: int,
                  rank: int, world_size: int) -> None:
-        self.data, self.sampled, self.max_len, self.seed = data, sampled, max_len, seed
-        self.sampler_args = dict(max_tokens=max_tokens, shuffle=True, seed=seed, rank=rank, world_size=world_size)
+        self.data, self.sampled, self.max_len, self.max_tokens, self.seed = data, sampled, max_len, max_tokens, seed
+        self.sampler_args = dict(shuffle=True, seed=seed, rank=rank, world_size=world_size)
         self.loader_epoch = 0  # whose pairs self.loader holds; without sampling, every epoch's
         self.loader = self._loader(self.loader_epoch)
 
     def _loader(self, epoch: int) -> DataLoader:
         pairs = self.data.tokens["train"] if self.sampled is None else self.sampled.epoch(epoch, self.seed)
-        pairs = fitting(pairs, self.max_len, quiet=epoch > 0)  # said once
-        sampler = TokenBucketSampler([len(x) for x in pairs["src_ids"]], [len(x) for x in pairs["tgt_ids"]],
-                                     **self.sampler_args)
-        # Its own generator: each iter(DataLoader) draws a seed, and drawing it from the global
-        # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
-        return DataLoader(pairs, batch_sampler=sampler, collate_fn=collate, generator=torch.Generator())
+        # skipped pairs are said once
+        return token_batches(pairs, self.max_len, self.max_tokens, quiet=epoch > 0, **self.sampler_args)
 
     @property
     def sampler(self) -> TokenBucketSampler:

@@ -3,11 +3,10 @@ probe sentences: the numbers and pictures a learner watches in TensorBoard."""
 import time
 
 import torch
-from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
-from data import PreparedData, TokenBucketSampler, collate
-from engine.batches import fitting
+from data import PreparedData
+from engine.batches import token_batches
 from engine.config import TrainConfig
 from engine.evaluate import score_translations, validation_loss
 from engine.head_stats import HeadStatistics, log_head_statistics, scalar_layout
@@ -25,9 +24,7 @@ class Validation:
                  device: torch.device, autocast) -> None:
         self.model, self.data, self.cfg, self.writer = model, data, cfg, writer
         self.device, self.autocast = device, autocast
-        val = fitting(data.tokens["val"], model.cfg.max_len)
-        self.loader = DataLoader(val, collate_fn=collate, generator=torch.Generator(), batch_sampler=TokenBucketSampler(
-            [len(x) for x in val["src_ids"]], [len(x) for x in val["tgt_ids"]], cfg.max_tokens, shuffle=False))
+        self.loader = token_batches(data.tokens["val"], model.cfg.max_len, cfg.max_tokens, shuffle=False)
         # the first N validation sentences plus any given, fixed so the step slider shows the same maps evolving
         n = min(cfg.attention_probes, len(data.text["val"]))
         self.probes = ([(src, ref) for src, ref in zip(data.text["val"]["src"][:n], data.text["val"]["tgt"][:n])]

@@ -1,6 +1,7 @@
 """Training throughput: our Transformer against torch.nn.Transformer of the same shape.
 
     .venv/bin/python bench/train_speed.py             # after `make install`; about 8 minutes
+    .venv/bin/python bench/train_speed.py --vocab-size 4000 --allocators mimalloc   # another vocabulary
 
 Both models get the same real Multi30k batches (from $MULTI30K_DIR, max_tokens per batch as
 in training) in the same process, with the same loss, optimizer and clipping as train.py.
@@ -30,7 +31,7 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, ROOT, allocators, cpu_model, training_allocator, write_result  # noqa: E402
 from engine.device import cpu_description, native_bf16  # noqa: E402
-from data import PAD_ID, DataConfig, TokenBucketSampler, UserError, collate, prepare_data  # noqa: E402
+from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, UserError, collate, prepare_data  # noqa: E402
 from engine.step import label_smoothed_loss, train_step  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
@@ -105,8 +106,8 @@ def make_step(model: nn.Module, bf16: bool, label_smoothing: float):
 
 
 def load_batches(max_tokens: int, count: int, vocab_size: int) -> list:
-    data = prepare_data(DataConfig())
-    assert data.tokenizer.src_vocab_size == vocab_size, "tokenizer vocabulary differs from the model's"
+    """The first `count` training batches, tokenized with a joint vocabulary of `vocab_size`."""
+    data = prepare_data(DataConfig(tokenizer=TokenizerConfig(vocab_size=vocab_size)))
     train = data.tokens["train"]
     sampler = TokenBucketSampler([len(x) for x in train["src_ids"]], [len(x) for x in train["tgt_ids"]],
                                  max_tokens, shuffle=True, seed=0)
@@ -118,13 +119,14 @@ def measure(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     import yaml  # a dependency of Hydra; the shape files are plain YAML
     shape = yaml.safe_load((ROOT / "conf" / "model" / f"{args.model}.yaml").read_text())
-    cfg = TransformerConfig(**shape)
+    vocab_size = args.vocab_size or yaml.safe_load((ROOT / "conf" / "data" / "multi30k.yaml").read_text())["tokenizer"]["vocab_size"]
+    cfg = TransformerConfig(**shape, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size)
     batches = load_batches(args.max_tokens, args.steps, cfg.src_vocab_size)
     flops = sum(step_flops(cfg, b.src, b.tgt_in) for b in batches)
     tokens = sum(b.n_tgt_tokens for b in batches)
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
     peaks = {precision: matmul_peak(dtypes[precision]) for precision in args.precisions.split(",")}
-    print(f"[{args.allocator}] {args.model}: {len(batches)} batches, {tokens} target tokens, "
+    print(f"[{args.allocator}] {args.model}, vocabulary {vocab_size}: {len(batches)} batches, {tokens} target tokens, "
           f"{flops / len(batches) / 1e9:.1f} GFLOP a step | matmul peak "
           + ", ".join(f"{precision} {peak:.0f}" for precision, peak in peaks.items()) + " GFLOP/s", flush=True)
     rows = {}
@@ -151,7 +153,7 @@ def measure(args: argparse.Namespace) -> dict:
                   f"{gflop_s:>6.1f} GFLOP/s ({100 * row['of_matmul_peak']:.0f}% of peak)", flush=True)
         rows[f"ratio {precision}"] = round(seconds["nn.Transformer"] / seconds["minitrans"], 2)
         print(f"[{args.allocator}] ratio {precision:<14} {rows[f'ratio {precision}']:>6.2f}x", flush=True)
-    return {"gflop_per_step": round(flops / len(batches) / 1e9, 1), "batches": len(batches),
+    return {"vocab_size": vocab_size, "gflop_per_step": round(flops / len(batches) / 1e9, 1), "batches": len(batches),
             "target_tokens_per_round": tokens, "matmul_peak_gflop_per_sec": {k: round(v, 1) for k, v in peaks.items()},
             "results": rows}
 
@@ -159,6 +161,7 @@ def measure(args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="compact", help="a conf/model/*.yaml shape (default: the recipe's)")
+    parser.add_argument("--vocab-size", type=int, help="joint vocabulary (default: the recipe's, conf/data)")
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=8, help="batches per model per round")
     parser.add_argument("--rounds", type=int, default=3)

@@ -4,7 +4,8 @@
     .venv/bin/python bench/train_speed.py --vocab-size 4000 --allocators mimalloc   # another vocabulary
 
 Both models get the same real Multi30k batches (from $MULTI30K_DIR, max_tokens per batch as
-in training) in the same process, with the same loss, optimizer and clipping as train.py.
+in training) in the same process, with the same loss (ours through model/output_loss.py,
+theirs through F.cross_entropy), optimizer and clipping as train.py.
 After a warm-up they alternate, `--steps` batches at a time, so that drift in the machine's
 speed hits both alike. Reports target tokens/s for fp32 and bf16 autocast, the ratio, and
 achieved GFLOP/s against matmul peaks measured in the same run.
@@ -26,13 +27,14 @@ import warnings
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, ROOT, allocators, cpu_model, training_allocator, write_result  # noqa: E402
 from engine.device import cpu_description, native_bf16  # noqa: E402
 from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, UserError, collate, prepare_data  # noqa: E402
-from engine.step import label_smoothed_loss, train_step  # noqa: E402
+from engine.step import train_step  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
@@ -59,16 +61,20 @@ class TorchTransformer(nn.Module):
     def embed(self, ids: Tensor) -> Tensor:
         return self.dropout(self.positional(self.embedding(ids)))
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, None]:
+    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor, label_smoothing: float) -> tuple[Tensor, None]:
+        """The summed training loss, as train_step asks of a model: PyTorch's own cross-entropy."""
         src_pad, tgt_pad = src == PAD_ID, tgt_in == PAD_ID  # True = ignore, torch's convention
         future = ~causal_mask(tgt_in.size(1), tgt_in.size(1), tgt_in.device).squeeze()  # (T, T), True = future
         h = self.transformer(self.embed(src), self.embed(tgt_in), tgt_mask=future, src_key_padding_mask=src_pad,
                              tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
-        return self.output_proj(h), None
+        logits = self.output_proj(h).float()  # (B, T, V)
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD_ID,
+                               label_smoothing=label_smoothing, reduction="sum"), None
 
 
 def step_flops(cfg: TransformerConfig, src: Tensor, tgt: Tensor) -> float:
-    """Matmul FLOPs of one training step (forward + backward = 3 x forward) on padded shapes."""
+    """Matmul FLOPs of one training step (forward + backward = 3 x forward) on padded shapes, as
+    nn.Transformer runs them (ours leaves the padded target positions out of the output layer)."""
     b, s = src.shape
     t = tgt.size(1)
     d, f = cfg.d_model, cfg.d_ff
@@ -94,13 +100,12 @@ def matmul_peak(dtype: torch.dtype, m: int = 4096, k: int = 512, n: int = 2048, 
 def make_step(model: nn.Module, bf16: bool, label_smoothing: float):
     """One optimizer step as training takes it (engine/step.py), one batch a step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    criterion = label_smoothed_loss(PAD_ID, label_smoothing)
 
     def autocast():
         return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
 
     def step(batch) -> None:
-        train_step(model, optimizer, criterion, [batch], batch.n_tgt_tokens, autocast, 1.0)
+        train_step(model, optimizer, label_smoothing, [batch], batch.n_tgt_tokens, autocast, 1.0)
 
     return step
 
@@ -197,7 +202,7 @@ def main() -> None:
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             child = [sys.executable, __file__, "--allocator", name, "--out", out.name,
                      *(f"--{key.replace('_', '-')}={value}" for key, value in vars(args).items()
-                       if key not in ("allocators", "allocator", "out"))]
+                       if key not in ("allocators", "allocator", "out") and value is not None)]
             env = {**os.environ, "LD_PRELOAD": available[name]}
             if subprocess.run(child, env=env).returncode != 0:
                 sys.exit(1)

@@ -4,7 +4,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from sacrebleu.metrics import BLEU, CHRF
 from torch.utils.data import DataLoader
 
@@ -25,11 +24,11 @@ def validation_loss(model: Transformer, loader: DataLoader, device: torch.device
     for batch in loader:
         batch = batch.to(device)
         with autocast():
-            logits, attention = model(batch.src, batch.tgt_in, return_attention=on_attention is not None)
+            summed_nll, attention = model(batch.src, batch.tgt_in, return_attention=on_attention is not None,
+                                          targets=batch.tgt_out)
         if on_attention is not None:
             on_attention(batch, attention)
-        total_nll += F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(),
-                                     ignore_index=model.cfg.pad_id, reduction="sum").item()
+        total_nll += summed_nll.item()
         total_tokens += batch.n_tgt_tokens
     model.train(was_training)
     nll = total_nll / max(total_tokens, 1)

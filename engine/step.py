@@ -22,19 +22,16 @@ class StepResult:
     updated: bool  # False: the loss or gradient was not finite and the weights were left alone
 
 
-def label_smoothed_loss(pad_id: int, label_smoothing: float) -> nn.Module:
-    """Cross-entropy summed over real target tokens (padding ignored)."""
-    return nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=label_smoothing, reduction="sum")
-
-
-def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, criterion: nn.Module, batches: Sequence[Batch],
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, label_smoothing: float, batches: Sequence[Batch],
                normalizer: float, autocast: Callable[[], ContextManager], clip_grad_norm: float | None,
                device: torch.device | None = None) -> StepResult:
     """Accumulate the gradients of `batches`, then clip and update (only if all is finite).
 
     Args:
         model: the model, or its DistributedDataParallel wrapper (gradients are then
-            all-reduced once, after the last batch).
+            all-reduced once, after the last batch). Called as `model(src, tgt_in,
+            targets=tgt_out, label_smoothing=...)`, it returns the loss summed over the
+            real target tokens (Transformer.forward).
         normalizer: what the summed loss is divided by, e.g. the step's target tokens, so
             that every token weighs the same whatever batch it came in.
         autocast: a context for the forward pass (bf16 autocast, or one that does nothing).
@@ -47,8 +44,8 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, criterion: nn
         last = i == len(batches) - 1
         with nullcontext() if last or not isinstance(model, DistributedDataParallel) else model.no_sync():
             with autocast():
-                logits, _ = model(batch.src, batch.tgt_in)
-            loss = criterion(logits.float().flatten(0, 1), batch.tgt_out.flatten()) / normalizer
+                summed_loss, _ = model(batch.src, batch.tgt_in, targets=batch.tgt_out, label_smoothing=label_smoothing)
+            loss = summed_loss.float() / normalizer
             loss.backward()
         step_loss += loss.item()
     grad_norm = torch.nn.utils.clip_grad_norm_(params, clip_grad_norm or math.inf)

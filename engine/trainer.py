@@ -29,7 +29,7 @@ from engine.distributed import Distributed
 from engine.interrupt import Interrupted, StopOnSignal
 from engine.progress_bar import ProgressBar
 from engine.schedule import Schedule
-from engine.step import label_smoothed_loss, train_step
+from engine.step import train_step
 from engine.validation import Validation
 from model import Transformer, TransformerConfig
 
@@ -65,7 +65,6 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, betas=tuple(self.cfg.betas),
                                            eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
         self.schedule = Schedule.from_config(self.cfg)
-        self.criterion = label_smoothed_loss(model_cfg.pad_id, self.cfg.label_smoothing)
         self.progress = Progress()
         self.last_grad_norm = math.nan
         self.saved_step: int | None = None  # of the newest full checkpoint this session wrote
@@ -213,7 +212,7 @@ class Trainer:
         lr = self.cfg.lr * self.schedule.factor(self.progress.step + 1)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        result = train_step(self.train_model, self.optimizer, self.criterion, batches, normalizer, self.autocast,
+        result = train_step(self.train_model, self.optimizer, self.cfg.label_smoothing, batches, normalizer, self.autocast,
                             self.cfg.clip_grad_norm, self.device)
         if not result.updated:
             last_good = latest_step_checkpoint(self.ckpt_dir)

@@ -10,6 +10,7 @@ from model.dropout import Dropout
 from model.embedding import PositionalEncoding, TokenEmbedding
 from model.layers import DecoderLayer, EncoderLayer
 from model.masks import causal_mask, decoder_self_attention_mask, padding_mask
+from model.output_loss import output_cross_entropy
 
 
 class AttentionMaps(NamedTuple):
@@ -168,6 +169,20 @@ class Transformer(nn.Module):
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """Next-token logits for each target position.
 
+        Args and weights as `decoder_states`; logits (B, T, tgt_vocab_size).
+        """
+        states, self_weights, cross_weights = self.decoder_states(tgt_in, memory, src_mask, cache)
+        return self.output_proj(states), self_weights, cross_weights
+
+    def decoder_states(
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        cache: DecoderCache | None = None,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """The decoder's final states for each target position, before the output layer.
+
         Args:
             tgt_in: (B, T) decoder input ids (bos + target prefix). With a cache, only the
                 new positions, usually T = 1; earlier positions come from the cache.
@@ -175,7 +190,7 @@ class Transformer(nn.Module):
             cache: updated in place with the keys/values of the new positions.
 
         Returns:
-            logits (B, T, tgt_vocab_size), decoder self-attention weights per layer
+            states (B, T, d_model), decoder self-attention weights per layer
             (B, H, T, T_total) and cross-attention weights per layer (B, H, T, S).
         """
         offset = len(cache) if cache is not None else 0
@@ -189,16 +204,25 @@ class Transformer(nn.Module):
         else:
             tgt_mask = None
         x = self.embedding_dropout(self.positional(self.tgt_embedding(tgt_in), offset))
-        x, self_weights, cross_weights = self.decoder(x, memory, src_mask, tgt_mask, cache)
-        return self.output_proj(x), self_weights, cross_weights
+        return self.decoder(x, memory, src_mask, tgt_mask, cache)
 
     def new_cache(self) -> DecoderCache:
         return DecoderCache(self.cfg.n_decoder_layers)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool = False
-                ) -> tuple[Tensor, AttentionMaps | None]:
-        """Teacher-forced logits (B, T, tgt_vocab_size) and, on request, all attention maps."""
+    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool = False, targets: Tensor | None = None,
+                label_smoothing: float = 0.0) -> tuple[Tensor, AttentionMaps | None]:
+        """Teacher-forced logits (B, T, tgt_vocab_size) and, on request, all attention maps.
+
+        Given `targets` (B, T), the first value is instead the cross-entropy (label-smoothed
+        by `label_smoothing`) summed over the targets that are not padding, a scalar: training
+        needs only that, and model/output_loss.py computes it without ever holding the
+        (B, T, tgt_vocab_size) logits and their gradient side by side.
+        """
         memory, src_mask, enc_weights = self.encode(src)
-        logits, self_weights, cross_weights = self.decode(tgt_in, memory, src_mask)
+        states, self_weights, cross_weights = self.decoder_states(tgt_in, memory, src_mask)
         attention = AttentionMaps(enc_weights, self_weights, cross_weights) if return_attention else None
-        return logits, attention
+        if targets is None:
+            return self.output_proj(states), attention
+        real = targets != self.cfg.pad_id  # (B, T); padded positions are left out, not masked
+        loss = output_cross_entropy(states[real], self.output_proj.weight, targets[real], label_smoothing)
+        return loss, attention

@@ -14,10 +14,10 @@ import torch
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-from data import PAD_ID, collate
+from data import collate
 from engine.checkpoint import load_checkpoint
 from engine.distributed import Distributed
-from engine.step import label_smoothed_loss, train_step
+from engine.step import train_step
 
 from helpers import ROOT
 from test_step import deterministic_model, examples
@@ -91,7 +91,7 @@ def one_ddp_step(rank: int, port: int, out: str) -> None:
     model = deterministic_model()
     batch = collate(examples(7)[SHARDS[rank]])
     sgd = torch.optim.SGD(model.parameters(), lr=1.0)
-    train_step(DistributedDataParallel(model), sgd, label_smoothed_loss(PAD_ID, 0.1), [batch],
+    train_step(DistributedDataParallel(model), sgd, 0.1, [batch],
                ddp.token_normalizer(batch.n_tgt_tokens), nullcontext, None)
     if rank == 0:
         torch.save(model.state_dict(), out)
@@ -105,7 +105,7 @@ def test_uneven_shards_give_the_gradient_of_the_whole_step(tmp_path):
     single = deterministic_model()
     batches = [collate(examples(7)[shard]) for shard in SHARDS]
     sgd = torch.optim.SGD(single.parameters(), lr=1.0)
-    train_step(single, sgd, label_smoothed_loss(PAD_ID, 0.1), batches, sum(b.n_tgt_tokens for b in batches),
+    train_step(single, sgd, 0.1, batches, sum(b.n_tgt_tokens for b in batches),
                nullcontext, None)
     ddp_weights = torch.load(out)
     for name, value in single.state_dict().items():

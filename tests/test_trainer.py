@@ -13,6 +13,7 @@ import engine.trainer
 from data import UserError
 from engine.checkpoint import load_checkpoint
 from engine.run import train
+from model import Transformer
 
 from helpers import ROOT, compose_config, run_train, scalars
 
@@ -207,20 +208,17 @@ def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, 
 
 
 def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monkeypatch):
-    real_loss = engine.trainer.label_smoothed_loss
+    real_forward = Transformer.forward
     calls = {"n": 0}
 
-    def loss_that_overflows(pad_id, smoothing):
-        criterion = real_loss(pad_id, smoothing)
-
-        def loss(logits, targets):
+    def forward_that_overflows(self, *args, **kwargs):
+        value, attention = real_forward(self, *args, **kwargs)
+        if self.training:  # the training loss of step 21 on
             calls["n"] += 1
-            value = criterion(logits, targets)
-            return value * float("inf") if calls["n"] > 20 else value
+            value = value * float("inf") if calls["n"] > 20 else value
+        return value, attention
 
-        return loss
-
-    monkeypatch.setattr(engine.trainer, "label_smoothed_loss", loss_that_overflows)
+    monkeypatch.setattr(Transformer, "forward", forward_that_overflows)
     cfg = compose_config("experiment=ci", "train.checkpoint_every=10", *QUIET)
     with pytest.raises(UserError, match=r"non-finite loss \(inf\) or gradient norm \(.*\) at step 21; "
                                         r"stopped\. Last good checkpoint: .*step_0000020\.pt"):

@@ -1,0 +1,70 @@
+"""The output layer and its label-smoothed cross-entropy as one autograd function.
+
+For each target position the model's last state h goes through the output projection,
+z = h W^T (one score per vocabulary piece), and training minimises
+
+    loss = sum over positions of  -sum_j q_j log softmax(z)_j,   q = (1 - eps) onehot(y) + eps / V
+
+(label smoothing eps spreads eps of each target's probability evenly over the V pieces).
+
+Why not `F.cross_entropy(h @ W^T, y, label_smoothing=eps)`: the (positions x V) matrices are
+the largest tensors of a training step (4,096 x 8,000 floats = 131 MB), and every pass over
+them is a trip to main memory. Written as separate ops, the loss's backward alone fills one
+with zeros, scatters into it, adds two of them and runs log_softmax's backward over two more.
+Here the gradient comes straight from its closed form,
+
+    d loss / d z = softmax(z) - q,
+
+whose uniform part eps / V is rank one and is applied to the small (positions x d_model)
+and (V x d_model) results instead of the big matrix: one in-place exp and the two matmuls
+are all the backward does with it. Padded positions are left out by the caller, so they cost
+nothing at all.
+"""
+import torch
+from torch import Tensor
+
+
+class _OutputCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, states: Tensor, weight: Tensor, targets: Tensor, label_smoothing: float) -> Tensor:
+        logits = states @ weight.t()  # (N, V); bf16 under bf16 autocast
+        ctx.matmul_dtype = logits.dtype
+        # (N, V), at least fp32 whatever the matmul's precision
+        log_probs = torch.log_softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32))
+        del logits
+        nll = -log_probs.gather(1, targets[:, None]).sum()  # -log p(target), summed
+        uniform = -log_probs.sum() / weight.size(0)  # -(1/V) sum_j log p_j, summed
+        ctx.save_for_backward(states, weight, targets, log_probs)
+        ctx.label_smoothing = label_smoothing
+        return (1.0 - label_smoothing) * nll + label_smoothing * uniform
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor) -> tuple[Tensor, Tensor, None, None]:
+        states, weight, targets, log_probs = ctx.saved_tensors
+        eps, vocab_size, dtype = ctx.label_smoothing, weight.size(0), ctx.matmul_dtype
+        # softmax(z) - (1 - eps) onehot(y), overwriting the saved log-probabilities: they are
+        # not needed again (so this backward can run once per forward, as training does)
+        grad_logits = log_probs.exp_()  # (N, V)
+        grad_logits[torch.arange(targets.numel(), device=targets.device), targets] -= 1.0 - eps
+        grad_logits = grad_logits.to(dtype)  # the forward matmul's precision
+        # 1. through z = h W^T, then 2. the uniform part -eps / V of q, rank one
+        grad_states = (grad_logits @ weight.to(dtype)).to(states.dtype)  # (N, d_model)
+        grad_states -= (eps / vocab_size) * weight.sum(0).to(states.dtype)
+        grad_weight = (grad_logits.t() @ states.to(dtype)).to(weight.dtype)  # (V, d_model)
+        grad_weight -= (eps / vocab_size) * states.sum(0).to(weight.dtype)
+        return grad_states * grad_loss, grad_weight * grad_loss, None, None
+
+
+def output_cross_entropy(states: Tensor, weight: Tensor, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
+    """Summed label-smoothed cross-entropy of the scores `states @ weight.T` against `targets`.
+
+    Equal to `F.cross_entropy(states @ weight.T, targets, label_smoothing=label_smoothing,
+    reduction="sum")` in value and gradient, without holding the scores or their gradient
+    twice (see the module docstring). The backward pass can be taken once.
+
+    Args:
+        states: (N, d_model) the final states of the positions that have a target.
+        weight: (V, d_model) the output projection (the tied embedding, by default).
+        targets: (N,) target ids.
+    """
+    return _OutputCrossEntropy.apply(states, weight, targets, label_smoothing)

@@ -166,31 +166,20 @@ class Transformer(nn.Module):
         memory: Tensor,
         src_mask: Tensor,
         cache: DecoderCache | None = None,
+        logits: bool = True,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """Next-token logits for each target position.
-
-        Args and weights as `decoder_states`; logits (B, T, tgt_vocab_size).
-        """
-        states, self_weights, cross_weights = self.decoder_states(tgt_in, memory, src_mask, cache)
-        return self.output_proj(states), self_weights, cross_weights
-
-    def decoder_states(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        cache: DecoderCache | None = None,
-    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """The decoder's final states for each target position, before the output layer.
 
         Args:
             tgt_in: (B, T) decoder input ids (bos + target prefix). With a cache, only the
                 new positions, usually T = 1; earlier positions come from the cache.
             memory: (B, S, d_model) encoder output; src_mask: (B, 1, 1, S).
             cache: updated in place with the keys/values of the new positions.
+            logits: False returns the decoder's final states (B, T, d_model) instead, before
+                the output layer (training's loss starts from them: model/output_loss.py).
 
         Returns:
-            states (B, T, d_model), decoder self-attention weights per layer
+            logits (B, T, tgt_vocab_size), decoder self-attention weights per layer
             (B, H, T, T_total) and cross-attention weights per layer (B, H, T, S).
         """
         offset = len(cache) if cache is not None else 0
@@ -204,7 +193,8 @@ class Transformer(nn.Module):
         else:
             tgt_mask = None
         x = self.embedding_dropout(self.positional(self.tgt_embedding(tgt_in), offset))
-        return self.decoder(x, memory, src_mask, tgt_mask, cache)
+        states, self_weights, cross_weights = self.decoder(x, memory, src_mask, tgt_mask, cache)
+        return (self.output_proj(states) if logits else states), self_weights, cross_weights
 
     def new_cache(self) -> DecoderCache:
         return DecoderCache(self.cfg.n_decoder_layers)
@@ -219,7 +209,7 @@ class Transformer(nn.Module):
         (B, T, tgt_vocab_size) logits and their gradient side by side.
         """
         memory, src_mask, enc_weights = self.encode(src)
-        states, self_weights, cross_weights = self.decoder_states(tgt_in, memory, src_mask)
+        states, self_weights, cross_weights = self.decode(tgt_in, memory, src_mask, logits=False)
         attention = AttentionMaps(enc_weights, self_weights, cross_weights) if return_attention else None
         if targets is None:
             return self.output_proj(states), attention

@@ -124,7 +124,8 @@ def measure(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     import yaml  # a dependency of Hydra; the shape files are plain YAML
     shape = yaml.safe_load((ROOT / "conf" / "model" / f"{args.model}.yaml").read_text())
-    vocab_size = args.vocab_size or yaml.safe_load((ROOT / "conf" / "data" / "multi30k.yaml").read_text())["tokenizer"]["vocab_size"]
+    recipe_data = yaml.safe_load((ROOT / "conf" / "data" / "multi30k.yaml").read_text())
+    vocab_size = args.vocab_size or recipe_data["tokenizer"]["vocab_size"]
     cfg = TransformerConfig(**shape, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size)
     batches = load_batches(args.max_tokens, args.steps, cfg.src_vocab_size)
     flops = sum(step_flops(cfg, b.src, b.tgt_in) for b in batches)

@@ -5,7 +5,7 @@ from contextlib import nullcontext
 
 import torch
 
-from data import PAD_ID, collate
+from data import collate
 from engine.step import train_step
 from model import Transformer, TransformerConfig
 

@@ -10,7 +10,9 @@ terminal (or with --interactive), each line is translated as soon as it is enter
 """
 import argparse
 import logging
+import os
 import sys
+from contextlib import ExitStack, contextmanager
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Iterator, TextIO
@@ -21,6 +23,7 @@ from data import UserError
 from engine.checkpoint import load_for_inference
 from engine.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int
 from engine.device import pick_device
+from engine.files import atomic_file
 from engine.translator import Translator
 
 CHUNK = 1000  # lines translated (and written) at a time, so any input size streams through
@@ -94,6 +97,10 @@ def read_lines(stream: BinaryIO, name: str) -> Iterator[str]:
 def run(args: argparse.Namespace) -> None:
     if args.sentences and args.input:
         raise UserError("give sentences as arguments or with -i FILE, not both")
+    if args.input and args.output and args.output.exists() and args.input.exists() \
+            and os.path.samefile(args.input, args.output):
+        raise UserError(f"-i {args.input} and -o {args.output} are the same file: the translations would "
+                        "replace the sentences; write them to another file")
     beam_size = 1 if args.greedy else args.beam_size
     if args.n_best > beam_size:
         raise UserError(f"--n-best {args.n_best} is larger than the beam size {beam_size}")
@@ -124,18 +131,30 @@ def run(args: argparse.Namespace) -> None:
     if interactive and sys.stdin.isatty():
         print("Type a sentence and press Enter; Ctrl-D ends.", file=sys.stderr)
 
-    try:
-        out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    except OSError as e:
-        raise UserError(f"cannot write {args.output}: {e.strerror}") from None
-    try:
+    with output_file(args.output) as out:
         first = 1
         while chunk := list(islice(lines, 1 if interactive else CHUNK)):
             translate_chunk(translator, chunk, first, args, out)
             first += len(chunk)
-    finally:
-        if args.output:
-            out.close()
+
+
+@contextmanager
+def output_file(path: Path | None) -> Iterator[TextIO]:
+    """Standard output, or `path` written atomically: the translations replace it only once
+    all are written, so a failed or interrupted run leaves the file that was there. A path
+    that is not a regular file (a pipe, /dev/stdout) is written as it goes."""
+    if path is None:
+        yield sys.stdout
+        return
+    if path.is_dir():
+        raise UserError(f"cannot write {path}: Is a directory")
+    with ExitStack() as stack:
+        try:
+            out = stack.enter_context(open(path, "w", encoding="utf-8") if path.exists() and not path.is_file()
+                                      else atomic_file(path, "w", encoding="utf-8"))
+        except OSError as e:
+            raise UserError(f"cannot write {path}: {e.strerror}") from None
+        yield out
 
 
 def translate_chunk(translator: Translator, chunk: list[str], first: int, args: argparse.Namespace,
@@ -156,10 +175,11 @@ def translate_chunk(translator: Translator, chunk: list[str], first: int, args: 
         # imported here: matplotlib adds start-up time that plain translation does not need
         from viz.attention import collect_attention, save_pngs, terminal_heatmap
 
-        best_ids = [hyps[0].tokens if hyps else [] for hyps in translator.last_hypotheses]
-        rows = [i for i, line in enumerate(chunk) if line.strip()]
+        # only sentences with source pieces have attention: a blank line, or one SentencePiece
+        # normalises away (a zero-width space, a control character), has none and no figure
+        rows = [i for i, hyps in enumerate(translator.last_hypotheses) if hyps]
         maps = collect_attention(translator.model, translator.tokenizer, [chunk[i] for i in rows],
-                                 [best_ids[i] for i in rows])
+                                 [translator.last_hypotheses[i][0].tokens for i in rows])
         for i, att in zip(rows, maps):
             if args.attention:
                 save_pngs(att, args.attention, f"sentence{first + i}")

@@ -4,12 +4,12 @@ A checkpoint alone is enough to translate: `load_for_inference` rebuilds the mod
 tokenizer from it. Files are written atomically and read with `weights_only=True`, which
 unpickles tensors and plain containers only, never arbitrary objects.
 """
-import os
 from pathlib import Path
 
 import torch
 
 from data import Tokenizer, UserError
+from engine.files import atomic_file
 from model import Transformer, TransformerConfig
 
 FORMAT = "minitrans"
@@ -18,21 +18,11 @@ WEIGHTS_SINCE = 2  # the weights and model config have not changed since: older 
 
 
 def atomic_save(obj: dict, path: Path) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over `path`.
-
-    A crash or exception at any point leaves either the old file or the new one, never a
-    truncated file under the final name.
-    """
+    """torch.save into `path` atomically (engine/files.py): the old file or the new one,
+    never a truncated file under the final name."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_file(path, "wb") as f:
+        torch.save(obj, f)
 
 
 def make_checkpoint(model: Transformer, tokenizer: Tokenizer, meta: dict, train_state: dict | None = None) -> dict:

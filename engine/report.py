@@ -63,7 +63,8 @@ def finish(trainer: Trainer) -> dict:
         scores = score_translations(hyps, list(text["tgt"]))
         results["test"][split] = {**dataclasses.asdict(scores), "beam_size": cfg.test_beam_size,
                                   "sentences_per_sec": round(len(hyps) / max(trainer.clock() - t0, 1e-9), 1)}
-        (trainer.run_dir / f"{split}.hyp.{trainer.run.data.tgt_lang}").write_text("\n".join(hyps) + "\n")
+        (trainer.run_dir / f"{split}.hyp.{trainer.run.data.tgt_lang}").write_text("\n".join(hyps) + "\n",
+                                                                                 encoding="utf-8")
         trainer.writer.add_scalar("test/bleu", scores.bleu, progress.step)
         log.info("%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s", split, scores.bleu, scores.bleu_lowercase,
                  scores.chrf, scores.bleu_signature)

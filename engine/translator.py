@@ -74,12 +74,17 @@ class Translator:
         """Target ids (no bos/eos) of the best hypothesis for each source; [] for an empty one."""
         return [hyps[0].tokens if hyps else [] for hyps in self.search(src_ids)]
 
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        """Target ids -> one line of text each: a decoded line break (a byte-fallback <0x0A>,
+        U+2028, ...) becomes a space, so that a translation never spans lines."""
+        return [" ".join(text.splitlines()) for text in self.tokenizer.decode_tgt(ids)]
+
     def translate(self, sentences: Sequence[str]) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string."""
-        return self.tokenizer.decode_tgt(self.translate_ids(self.source_ids([s.strip() for s in sentences])))
+        return self.decode(self.translate_ids(self.source_ids([s.strip() for s in sentences])))
 
     def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
         """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
         found = self.search(self.source_ids([s.strip() for s in sentences]), n_best)
-        return [list(zip(self.tokenizer.decode_tgt([h.tokens for h in hyps]), [h.score for h in hyps]))
-                if hyps else [] for hyps in found]
+        return [list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else []
+                for hyps in found]

@@ -1,5 +1,6 @@
 """A whole training run (engine/run.py) on real Multi30k: the `ci` experiment end to end."""
 import json
+import os
 
 import torch
 
@@ -62,6 +63,16 @@ def test_separate_vocabularies_get_separate_embeddings(multi30k_dir, tmp_path):
     weights = checkpoint["model"]
     assert not torch.equal(weights["src_embedding.embedding.weight"], weights["tgt_embedding.embedding.weight"])
     assert (tmp_path / "spm_src.model").is_file() and (tmp_path / "spm_tgt.model").is_file()
+
+
+def test_test_translations_are_utf8_whatever_the_locale(multi30k_dir, tmp_path):
+    """Into German (umlauts, ß) under an ASCII locale, as on a server with LANG unset: the
+    translations file is UTF-8, as every file the project writes."""
+    ascii_locale = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    run_train(tmp_path, "experiment=ci", "data.src_lang=en", "data.tgt_lang=de", "train.attention_every=0",
+              "train.head_importance=false", env=ascii_locale)  # 240 steps: enough to write umlauts
+    translations = (tmp_path / "test_2016_flickr.hyp.de").read_bytes().decode("utf-8")
+    assert any(c in translations for c in "äöüß"), "no German letters to test with"
 
 
 def test_checkpoint_is_self_contained(ci_run):

@@ -127,10 +127,14 @@ def test_arguments_stdin_and_file_agree_and_keep_empty_lines(ci_run, tmp_path):
     assert all(by_args[i] for i in (0, 2, 3))
 
 
-def test_greedy_option_and_n_best_format(ci_run):
-    greedy = translate("-c", ci_run, "--greedy", *SENTENCES[:2]).stdout.decode().splitlines()
-    beam1 = translate("-c", ci_run, "--beam-size", "1", *SENTENCES[:2]).stdout.decode().splitlines()
-    assert greedy == beam1
+def test_greedy_option_and_n_best_format(ci_run, trained, multi30k):
+    """--greedy wins over a beam size given with it: the model's greedy translations, which beam
+    search changes for some sentences."""
+    model, tokenizer = trained
+    sources = list(multi30k.text["val"]["src"][:40])
+    greedy = translate("-c", ci_run, "--greedy", "-b", "5", *sources).stdout.decode().splitlines()
+    assert greedy == Translator(model, tokenizer, beam_size=1).translate(sources)
+    assert greedy != translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines()
     rows = [line.split("\t") for line in translate("-c", ci_run, "-n", "3", *SENTENCES[:2]).stdout.decode().splitlines()]
     assert [r[0] for r in rows] == ["1", "1", "1", "2", "2", "2"]
     scores = [float(r[1]) for r in rows[:3]]
@@ -146,6 +150,59 @@ def test_attention_files_and_terminal_heatmap(ci_run, tmp_path):
     assert all((tmp_path / "maps" / n).read_bytes().startswith(b"\x89PNG") for n in names)
     heatmap = result.stderr.decode()
     assert "cross-attention, layer 2, mean of 4 heads" in heatmap and "</s>" in heatmap and "█" in heatmap
+
+
+def test_sentences_without_pieces_translate_to_empty_lines_with_attention_of_the_others(ci_run, tmp_path):
+    """A zero-width space or a control character is normalised away by SentencePiece: no source
+    pieces, so an empty translation and no attention, while its neighbours get theirs."""
+    result = translate("-c", ci_run, "--attention", tmp_path, "--show-attention", SENTENCES[3], "\u200b", "\x01")
+    assert result.stdout.decode().split("\n")[1:] == ["", "", ""]  # one line each, the last two empty
+    assert {p.name.split("_")[0] for p in tmp_path.glob("*.png")} == {"sentence1"}
+    assert result.stderr.decode().count("cross-attention, layer 2") == 1
+
+
+def test_a_translation_is_one_line_whatever_its_pieces_decode_to(trained):
+    """Byte-fallback pieces can spell a line break (<0x0A>), and text can hold U+2028: either
+    would split one translation over two output lines."""
+    model, tokenizer = trained
+    piece = tokenizer.tgt.piece_to_id
+    ids = [piece("▁A"), piece("<0x0A>"), piece("▁dog"), *tokenizer.encode_tgt(["\u2028cat\u0085"])[0]]
+    assert "\n" in tokenizer.decode_tgt([ids])[0]  # what the pieces spell
+    (text,) = Translator(model, tokenizer).decode([ids])
+    assert len(text.splitlines()) == 1 and "dog" in text and "cat" in text
+
+
+def test_output_file_that_is_the_input_is_refused(ci_run, tmp_path):
+    sentences = tmp_path / "in.de"
+    sentences.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    (tmp_path / "link.de").symlink_to(sentences)
+    for output in (sentences, tmp_path / "link.de", tmp_path / "." / "in.de"):
+        result = translate("-c", ci_run, "-i", sentences, "-o", output, check=False)
+        assert result.returncode == 1 and "are the same file" in result.stderr.decode()
+        assert len(result.stderr.decode().strip().splitlines()) == 1
+        assert sentences.read_text(encoding="utf-8") == "\n".join(SENTENCES) + "\n"  # untouched
+
+
+def test_a_failed_run_leaves_the_output_file_that_was_there(ci_run, tmp_path):
+    """The -o file is replaced only once every translation is written: input that turns out
+    bad mid-way (line 1,500, after the first chunk of 1,000 was written) leaves the old file."""
+    output = tmp_path / "out.en"
+    output.write_text("yesterday's translations\n", encoding="utf-8")
+    bad = tmp_path / "bad.de"
+    bad.write_bytes(b"Ein Hund.\n" * 1499 + b"kaputt \xff\n")
+    result = translate("-c", ci_run, "--greedy", "-i", bad, "-o", output, check=False)
+    assert result.returncode == 1 and "line 1500" in result.stderr.decode()
+    assert output.read_text(encoding="utf-8") == "yesterday's translations\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.de", "out.en"]  # no temporary file left behind
+    good = tmp_path / "good.de"
+    good.write_text(SENTENCES[0] + "\n", encoding="utf-8")
+    translate("-c", ci_run, "--greedy", "-i", good, "-o", output)
+    assert output.read_text(encoding="utf-8") == translate("-c", ci_run, "--greedy", SENTENCES[0]).stdout.decode()
+
+
+def test_output_to_a_special_file_is_written_as_it_goes(ci_run):
+    result = translate("-c", ci_run, "--greedy", "-o", "/dev/stdout", SENTENCES[0])
+    assert result.stdout.decode() == translate("-c", ci_run, "--greedy", SENTENCES[0]).stdout.decode()
 
 
 def corrupt_copies(ci_run, tmp_path):

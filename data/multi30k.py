@@ -58,9 +58,10 @@ def read_lines(path: Path) -> list[str]:
 
 
 def available_splits(folder: Path, langs: tuple[str, ...]) -> list[str]:
-    """Known splits present for all of `langs` in a local folder, in canonical order."""
-    return [s for s in STANDARD_SPLITS + EXTRA_TEST_SPLITS
-            if all(_split_file(folder, s, lang) for lang in langs)]
+    """train and val (required: a run trains and validates), then the known test splits
+    present for all of `langs` in a local folder, in canonical order."""
+    tests = [s for s in STANDARD_SPLITS[2:] + EXTRA_TEST_SPLITS if all(_split_file(folder, s, lang) for lang in langs)]
+    return ["train", "val", *tests]
 
 
 def _local_files(folder: Path, splits: list[str], langs: tuple[str, ...]) -> dict[tuple[str, str], Path]:
@@ -110,7 +111,7 @@ def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None,
     if folder is None:
         files = _downloaded_files(splits or list(STANDARD_SPLITS), langs)
     else:
-        files = _local_files(folder, splits or available_splits(folder, langs) or list(STANDARD_SPLITS), langs)
+        files = _local_files(folder, splits or available_splits(folder, langs), langs)
 
     result = {}
     for split in dict.fromkeys(split for split, _ in files):

@@ -2,6 +2,7 @@
 import hashlib
 import logging
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,10 +61,22 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
         lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
         batched=True, remove_columns=["src", "tgt"], load_from_cache_file=False,
     )
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)  # left over by an interrupted run
-    tokens.save_to_disk(str(tmp))
-    tmp.rename(folder)  # atomic: a crash mid-save leaves no half-written cache entry
+    # Saved under a name of this process's own, then renamed: an entry appears whole or not at
+    # all, and runs preparing the same data at once (bench/rank_on_gpu.sh starts several) never
+    # write into or delete each other's files. The first rename wins; a later one finds the
+    # entry there and keeps it.
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        tokens.save_to_disk(str(tmp))
+        try:
+            tmp.rename(folder)
+        except OSError:
+            if not (folder / "dataset_dict.json").is_file():
+                raise
+            log.info("another run cached the same tokenized splits first; using theirs")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return load_from_disk(str(folder))  # memory-mapped, the same object a cached run gets
 
 

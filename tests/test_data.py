@@ -2,7 +2,9 @@
 import gzip
 import logging
 import re
+import shutil
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,6 +72,71 @@ def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
     assert not separate.joint and separate.src_model != separate.tgt_model
     with pytest.raises(UserError, match="SentencePiece training failed: .*Vocabulary size too high"):
         train_tokenizer(train_src, train_tgt, TokenizerConfig(vocab_size=5000), tmp_path)
+
+
+def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(multi30k_dir, tmp_path, monkeypatch):
+    import data.tokenizer
+
+    seen = []
+    real_train = data.tokenizer._train_model
+    monkeypatch.setattr(data.tokenizer, "_train_model", lambda sentences, cfg: seen.append(sentences) or
+                        real_train(sentences, cfg))
+    cfg = DataConfig(dir=multi30k_dir, cache_dir=str(tmp_path), max_train_examples=300, max_eval_examples=50,
+                     tokenizer=TokenizerConfig(vocab_size=500))
+    prepared = prepare_data(cfg)
+    train = prepared.text["train"]
+    assert seen == [list(train["src"]) + list(train["tgt"])]  # one joint model, of exactly these
+    held_out = {s for split in ("val", "test_2016_flickr") for side in ("src", "tgt") for s in prepared.text[split][side]}
+    assert held_out and not held_out & set(seen[0])
+
+
+def tiny_text_and_tokenizer(tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    pairs = {"src": [f"ein hund {i}" for i in range(60)], "tgt": [f"a dog {i}" for i in range(60)]}
+    text = DatasetDict({"train": Dataset.from_dict(pairs), "val": Dataset.from_dict(pairs)})
+    tokenizer = train_tokenizer(pairs["src"], pairs["tgt"], TokenizerConfig(vocab_size=25, byte_fallback=False),
+                                tmp_path)
+    return text, tokenizer
+
+
+def test_a_tokenized_cache_entry_being_written_by_another_run_is_left_alone(tmp_path):
+    """Runs preparing the same data at once (bench/rank_on_gpu.sh): one must not delete the
+    other's half-written entry, whatever its temporary name."""
+    from data.prepare import tokenize_splits
+
+    text, tokenizer = tiny_text_and_tokenizer(tmp_path)
+    first = tokenize_splits(text, tokenizer, tmp_path)
+    entry = next((tmp_path / "tokenized").iterdir())
+    shutil.rmtree(entry)
+    others = [entry.with_name(entry.name + ".tmp"), entry.with_name(f".{entry.name}.other.tmp")]
+    for folder in others:  # what other runs are writing right now
+        folder.mkdir()
+        (folder / "half-written").write_text("")
+    again = tokenize_splits(text, tokenizer, tmp_path)
+    assert all((folder / "half-written").is_file() for folder in others)
+    assert again["val"]["src_ids"] == first["val"]["src_ids"]
+
+
+def test_a_run_that_finishes_caching_second_keeps_the_first_ones_entry(tmp_path, monkeypatch):
+    from datasets import DatasetDict
+
+    from data.prepare import tokenize_splits
+
+    text, tokenizer = tiny_text_and_tokenizer(tmp_path)
+    real_save = DatasetDict.save_to_disk
+
+    def save_while_another_run_finishes_first(self, path, **kwargs):
+        real_save(self, path, **kwargs)  # ours, under a temporary name: the entry's name and more
+        entry = Path(path).with_name(Path(path).name.lstrip(".").split(".")[0])
+        real_save(self, str(entry), **kwargs)  # theirs, complete, under the entry's name
+        finished.append(entry.name)
+
+    finished = []
+    monkeypatch.setattr(DatasetDict, "save_to_disk", save_while_another_run_finishes_first)
+    tokens = tokenize_splits(text, tokenizer, tmp_path)
+    assert tokens["train"]["src_ids"] == tokenizer.encode_src(text["train"]["src"])
+    assert [p.name for p in (tmp_path / "tokenized").iterdir()] == finished  # theirs, and no temporary left
 
 
 def test_tokenized_splits_are_cached(multi30k_dir, multi30k, multi30k_cache, caplog):
@@ -219,6 +286,14 @@ def test_missing_file_lists_what_exists(tmp_path):
     (tmp_path / "val.en.gz").unlink()
     with pytest.raises(UserError, match=r"missing val\.en\.gz in .*; it holds: test_2016_flickr\.de\.gz, "):
         load_multi30k("de", "en", str(tmp_path), splits=["train", "val"])
+
+
+def test_a_folder_without_validation_files_is_one_line(tmp_path):
+    make_folder(tmp_path)
+    for lang in ("de", "en"):
+        (tmp_path / f"val.{lang}.gz").unlink()
+    with pytest.raises(UserError, match=r"^missing val\.de\.gz in .*; it holds: test_2016_flickr\.de\.gz, "):
+        load_multi30k("de", "en", str(tmp_path))
 
 
 def test_line_count_mismatch_names_both_files(tmp_path):

@@ -8,6 +8,7 @@ The work is `engine.run.train(cfg, run_dir)`; this file is the Hydra entry point
 user errors into one-line messages.
 """
 import os
+import shlex
 import sys
 from itertools import takewhile
 from pathlib import Path
@@ -19,6 +20,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from data import UserError
+from engine.checkpoint import latest_step_checkpoint
 from engine.config import register_configs
 from engine.interrupt import Interrupted
 from engine.run import train
@@ -26,26 +28,30 @@ from engine.run import train
 register_configs()
 
 
-def continue_command(run_dir: Path) -> str:
-    """The command that continues this run: the same overrides in the same folder (its own
-    checkpoints then come first, so train.resume/init_from are left out)."""
-    kept = [a for a in sys.argv[1:] if not a.startswith(("train.resume=", "train.init_from=", "hydra.run.dir="))]
-    return " ".join(["python train.py", *kept, f"hydra.run.dir={run_dir}"])
+def continue_command(overrides: list[str], run_dir: Path) -> str:
+    """The command that continues this run: its overrides (Hydra's record of this job's: in a
+    multirun, this job's values, without -m) in the same folder. Once the folder has a
+    checkpoint of its own, that comes first, so train.resume/init_from are left out; before,
+    they are what the run starts from, and stay."""
+    own = latest_step_checkpoint(run_dir / "checkpoints") is not None
+    kept = [o for o in overrides if not (own and o.startswith(("train.resume=", "train.init_from=")))]
+    return shlex.join(["python", "train.py", *kept, f"hydra.run.dir={run_dir}"])
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    hydra_cfg = HydraConfig.get()
+    run_dir, overrides = Path(hydra_cfg.runtime.output_dir), list(hydra_cfg.overrides.task)
     try:
         train(cfg, run_dir)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
     except Interrupted as e:
-        print(f"\nstopped by {e}; continue with: {continue_command(run_dir)}", file=sys.stderr)
+        print(f"\nstopped by {e}; continue with: {continue_command(overrides, run_dir)}", file=sys.stderr)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:  # before training started, after it ended, or a second Ctrl-C
-        print(f"\ninterrupted; continue with: {continue_command(run_dir)}", file=sys.stderr)
+        print(f"\ninterrupted; continue with: {continue_command(overrides, run_dir)}", file=sys.stderr)
         sys.exit(130)
 
 

@@ -1,21 +1,26 @@
 """Rank bookkeeping for data-parallel training under torchrun (gloo on CPU, nccl on CUDA)."""
 import os
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 
 class Distributed:
-    """A single process is world size 1, and every call is then a no-op."""
+    """A single process is world size 1, and every call is then a no-op.
 
-    def __init__(self, device: torch.device) -> None:
+    `timeout`: how long a rank waits in a collective for the others. Rank 0 validates, logs
+    attention and writes the final report alone, and a collective of the other ranks must not
+    give up meanwhile (the default is 30 minutes for gloo, 10 for nccl)."""
+
+    def __init__(self, device: torch.device, timeout: timedelta | None = None) -> None:
         self.device = device
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = 0
         if self.world_size > 1:
             if device.type == "cuda":
                 torch.cuda.set_device(device)  # nccl's object collectives use the current device
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=timeout)
             self.rank = dist.get_rank()
 
     @property

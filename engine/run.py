@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import os
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
@@ -65,7 +66,9 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
     precision, why, warn = choose_precision(run.train.precision, device)
     (log.warning if warn else log.info)("precision: %s", why)
     run = dataclasses.replace(run, train=dataclasses.replace(run.train, precision=precision))
-    ddp = Distributed(device)
+    # rank 0 works alone while the others wait (validation, attention maps): never for longer
+    # than the run may last, so that is what a wait may take, an hour at least
+    ddp = Distributed(device, timeout=timedelta(minutes=max(60, run.train.max_minutes or 0)))
     try:
         torch.set_num_threads(run.train.threads or max(1, (os.cpu_count() or 1) // ddp.world_size))
         # rank 0 builds the caches (tokenizer, tokenized splits); the others then read them
@@ -88,8 +91,8 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
             checksum = sum(p.detach().double().sum().item() for p in trainer.model.parameters())
             log.info("rank %d/%d stopped at step %d, parameter checksum %.15e", ddp.rank, ddp.world_size,
                      trainer.progress.step, checksum)
-            results = finish(trainer) if ddp.is_main else {}
-        ddp.barrier()
-        return results
+            # the other ranks leave now rather than wait in a collective for the report, which
+            # may take long (head importance, a large model's beam search on the test sets)
+            return finish(trainer) if ddp.is_main else {}
     finally:
         ddp.close()

@@ -7,7 +7,10 @@ measured its own speed, then plans its last step (`Schedule.plan`), and plans ag
 validation from the speed since the last plan, each time decaying from where it stands, so
 the rate never jumps and the decay ends within a validation interval of the budget's end.
 The plan is saved in checkpoints, so that a resumed run follows the same learning rates as an
-uninterrupted one.
+uninterrupted one. A run resumed with other limits (a raised `max_steps` or `max_minutes`: to
+extend a run that ended) follows from its current step the schedule planned for the new end
+from the start (`plan_whole`): for `linear`, the line from the peak at the end of warmup to the
+floor at the new last step, so an ended run's rate rises from its floor to where that line is.
 """
 import math
 from dataclasses import asdict, dataclass
@@ -28,7 +31,7 @@ class Schedule:
     def from_config(cls, cfg: TrainConfig) -> "Schedule":
         schedule = cls(cfg.schedule, max(1, cfg.warmup_steps), cfg.lr_floor)
         if cfg.schedule == "linear" and cfg.max_minutes is None:
-            schedule.plan(schedule.warmup_steps, cfg.max_steps)  # bounded by steps: known now
+            schedule.plan_whole(cfg.max_steps)  # bounded by steps: known now
         return schedule
 
     @property
@@ -40,6 +43,12 @@ class Schedule:
         any plan), to the floor at `last_step`."""
         self.start_factor = self.factor(step) if self.planned else 1.0
         self.decay_start, self.last_step = step, max(step + 1, last_step)
+
+    def plan_whole(self, last_step: int) -> None:
+        """Decay linearly from the peak at the end of warmup to the floor at `last_step`: the
+        plan of a run that knows its end from the start."""
+        self.decay_start, self.start_factor = self.warmup_steps, 1.0
+        self.last_step = max(self.warmup_steps + 1, last_step)
 
     def factor(self, step: int) -> float:
         """Factor of the peak lr for optimizer step `step` (counting from 1)."""

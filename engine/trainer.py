@@ -28,6 +28,7 @@ from engine.config import RunConfig
 from engine.distributed import Distributed
 from engine.interrupt import Interrupted, StopOnSignal
 from engine.progress_bar import ProgressBar
+from engine.resume import SCHEDULE_SETTINGS, changed_settings, check_data_position, saved_train_settings
 from engine.schedule import Schedule
 from engine.step import train_step
 from engine.validation import Validation
@@ -128,11 +129,15 @@ class Trainer:
         self._check_same_data(checkpoint, path)
         if checkpoint["model_config"] != self.model.cfg.to_dict():
             raise UserError(f"{path} was trained with a different model config; resume with the same settings")
+        state, saved = checkpoint["train_state"], saved_train_settings(checkpoint["meta"])
+        progress = Progress(**state["progress"])
+        check_data_position(path, progress.epoch, progress.position, saved, len(state["rng"]), self.cfg,
+                            self.ddp.world_size)
         load_weights(self.model, checkpoint["model"], path)
-        state = checkpoint["train_state"]
         self.optimizer.load_state_dict(state["optimizer"])
         self.schedule.load_state_dict(state["scheduler"])
-        self.progress = Progress(**state["progress"])
+        self.progress = progress
+        self._take_changed_settings(changed_settings(saved, self.cfg))
         if len(state["rng"]) == self.ddp.world_size:
             rng = state["rng"][self.ddp.rank]
             torch.set_rng_state(rng["torch"].cpu())
@@ -152,6 +157,26 @@ class Trainer:
             else:  # nothing to compare with: the next validation makes the best checkpoint
                 self.progress.best_bleu = -1.0
         log.info("resumed from %s at step %d (epoch %d)", path, self.progress.step, self.progress.epoch)
+
+    def _take_changed_settings(self, changed: dict[str, tuple]) -> None:
+        """This run's settings win over the resumed checkpoint's, each difference said in the log;
+        changed limits or schedule settings re-plan the schedule (engine/schedule.py)."""
+        for name, (theirs, ours) in changed.items():
+            log.info("train.%s was %s in the checkpoint; this run's %s is used", name, theirs, ours)
+        for group in self.optimizer.param_groups:  # load_state_dict restored the checkpoint's
+            group.update(betas=tuple(self.cfg.betas), eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
+        if not changed.keys() & SCHEDULE_SETTINGS:
+            return
+        self.schedule = Schedule.from_config(self.cfg)  # a run bounded by steps: planned to its new end
+        step = self.progress.step
+        if self.schedule.kind == "linear" and self.cfg.max_minutes is not None and step >= self.schedule.warmup_steps:
+            per_step = max(self.progress.elapsed / max(step, 1), 1e-6)  # so far, validations and checkpoints included
+            self.schedule.plan_whole(min(step + int((self.budget - self.progress.elapsed) / per_step),
+                                         self.cfg.max_steps))
+        if self.schedule.planned:
+            log.info("schedule planned anew at step %d: the learning rate decays linearly to %g x peak at step %d "
+                     "(now %.3g x peak)", step, self.schedule.floor, self.schedule.last_step,
+                     self.schedule.factor(step + 1))
 
     def init_from(self, path: Path) -> None:
         """Start this new run from the weights in `path`; optimizer, schedule, data order,
@@ -295,6 +320,8 @@ class Trainer:
                     ddp.barrier()
                     log_time = self.clock()  # evaluation time is not training throughput
         bar.close()
+        if ddp.is_main and attention_every > 0 and progress.step % attention_every != 0:
+            self.log_attention()  # the last step's maps too: the end of the ATTENTION tab's step slider
         progress.elapsed, started = elapsed(), self.clock()
         if self.saved_step != progress.step:
             self.save()

@@ -1,11 +1,12 @@
 """What a run measures on the validation set while it trains, and the attention maps of its
 probe sentences: the numbers and pictures a learner watches in TensorBoard."""
+import logging
 import time
 
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
-from data import PreparedData
+from data import PreparedData, UserError
 from engine.batches import token_batches
 from engine.config import TrainConfig
 from engine.evaluate import score_translations, validation_loss
@@ -14,6 +15,8 @@ from engine.translator import Translator
 from model import Transformer
 from viz.attention import collect_attention, log_to_tensorboard
 from viz.attention_store import write_step
+
+log = logging.getLogger("train")
 
 
 class Validation:
@@ -25,12 +28,31 @@ class Validation:
         self.model, self.data, self.cfg, self.writer = model, data, cfg, writer
         self.device, self.autocast = device, autocast
         self.loader = token_batches(data.tokens["val"], model.cfg.max_len, cfg.max_tokens, shuffle=False)
-        # the first N validation sentences plus any given, fixed so the step slider shows the same maps evolving
-        n = min(cfg.attention_probes, len(data.text["val"]))
-        self.probes = ([(src, ref) for src, ref in zip(data.text["val"]["src"][:n], data.text["val"]["tgt"][:n])]
-                       + [(sentence, None) for sentence in cfg.attention_sentences])
+        self.probes = self._probes(data, cfg)
         if writer is not None:  # per-head statistics: a chart per kind, layer and statistic
             writer.add_custom_scalars(scalar_layout(model.cfg.n_encoder_layers, model.cfg.n_decoder_layers))
+
+    @staticmethod
+    def _probes(data: PreparedData, cfg: TrainConfig) -> list[tuple[str, str | None]]:
+        """(source, reference) of the attention probes: the first N validation sentences plus any
+        given, fixed so that the step slider shows the same maps evolving. Only sentences with
+        source pieces have attention: a validation sentence without is passed over, a given one
+        refused."""
+        for sentence in cfg.attention_sentences:
+            if not data.tokenizer.encode_src([sentence])[0]:
+                raise UserError(f"train.attention_sentences: {sentence!r} has no source pieces to attend to")
+        val, src_ids = data.text["val"], data.tokens["val"]["src_ids"]  # row-aligned
+        probes, passed_over = [], 0
+        for i in range(len(val)):
+            if len(probes) == cfg.attention_probes:
+                break
+            if src_ids[i]:
+                probes.append((val[i]["src"], val[i]["tgt"]))
+            else:
+                passed_over += 1
+        if passed_over:
+            log.info("attention probes: %d validation sentence(s) without source pieces passed over", passed_over)
+        return probes + [(sentence, None) for sentence in cfg.attention_sentences]
 
     def translator(self, beam_size: int) -> Translator:
         return Translator(self.model, self.data.tokenizer, beam_size=beam_size, length_penalty=self.cfg.length_penalty)

@@ -1,11 +1,14 @@
-"""Shared by the test modules: running train.py as a user would, composing configs, reading events."""
+"""Shared by the test modules: running train.py as a user would, composing configs, reading events,
+comparing two runs' training state."""
 import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from engine.checkpoint import load_checkpoint
 from engine.config import register_configs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,3 +35,18 @@ def scalars(run_dir: Path) -> EventAccumulator:
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
     events.Reload()
     return events
+
+
+def assert_same_training(path_a, path_b) -> None:
+    """Two full checkpoints hold the same training state: weights, progress, schedule and both
+    of the optimizer's moments."""
+    a, b = load_checkpoint(path_a), load_checkpoint(path_b)
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), f"{name} differs"
+    progress = [{k: v for k, v in ckpt["train_state"]["progress"].items() if k != "elapsed"}  # wall clock differs
+                for ckpt in (a, b)]
+    assert progress[0] == progress[1]
+    assert a["train_state"]["scheduler"] == b["train_state"]["scheduler"]
+    for name, state in a["train_state"]["optimizer"]["state"].items():
+        for moment in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(state[moment], b["train_state"]["optimizer"]["state"][name][moment]), f"{moment} differs"

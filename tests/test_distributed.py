@@ -8,18 +8,21 @@ import subprocess
 import sys
 import time
 from contextlib import nullcontext
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-from data import collate
+from data import collate, prepare_data
 from engine.checkpoint import load_checkpoint
+from engine.config import to_run_config
 from engine.distributed import Distributed
 from engine.step import train_step
 
-from helpers import ROOT
+from helpers import ROOT, assert_same_training, compose_config, run_train
 from test_step import deterministic_model, examples
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="gloo on CPU is tested on Linux")
@@ -69,10 +72,18 @@ def test_two_process_resume_after_sigkill_matches_uninterrupted_run(two_process_
     result = subprocess.run(torchrun(killed, *COMMON), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resumed from" in (killed / "train.log").read_text()
-    straight = load_checkpoint(two_process_run / "checkpoints" / "step_0000040.pt")
-    resumed = load_checkpoint(killed / "checkpoints" / "step_0000040.pt")
-    for name, tensor in straight["model"].items():
-        assert torch.equal(tensor, resumed["model"][name]), f"{name} differs after resume"
+    # weights, progress, schedule and the optimizer's moments, as the README says
+    assert_same_training(two_process_run / "checkpoints" / "step_0000040.pt", killed / "checkpoints" / "step_0000040.pt")
+
+
+def test_resuming_mid_epoch_with_another_number_of_processes_is_refused(two_process_run, tmp_path):
+    """The position counts each rank's batches of a list shared out among two: one process
+    would take other batches from it, training some twice and skipping others."""
+    result = run_train(tmp_path, *COMMON, f"train.resume={two_process_run / 'checkpoints' / 'step_0000020.pt'}",
+                       check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "stopped 20 batches into epoch 0 with 2 process(es), counted per process; resume it with 2" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def free_port() -> int:
@@ -135,3 +146,31 @@ def test_collective_tensors_live_on_the_runs_device(monkeypatch):
         with pytest.raises(Recorded):
             collective()
     assert seen == [torch.device("meta")] * 4
+
+
+def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
+    """A rank of a two-process ci run whose collectives give up after 8 s, and whose final
+    report (rank 0's alone) takes 20 s: the other rank must not be waiting for it."""
+    import engine.run
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
+                      LOCAL_RANK=str(rank))
+    init_process_group = torch.distributed.init_process_group
+
+    def impatient_init(*args, **kwargs):
+        return init_process_group(*args, **{**kwargs, "timeout": timedelta(seconds=8)})
+
+    def slow_report(trainer) -> dict:
+        time.sleep(20)
+        return {}
+
+    torch.distributed.init_process_group = impatient_init
+    engine.run.finish = slow_report
+    engine.run.train(compose_config(*COMMON, "train.max_steps=4", f"data.cache_dir={cache_dir}"), Path(run_dir))
+
+
+def test_other_ranks_do_not_wait_in_a_collective_while_rank_0_writes_the_report(multi30k_dir, tmp_path):
+    cache = tmp_path / "cache"
+    prepare_data(to_run_config(compose_config("experiment=ci", f"data.cache_dir={cache}")).data)  # ready: no wait on it
+    mp.spawn(slow_report_run, args=(free_port(), str(tmp_path), str(cache)), nprocs=2)  # raises if a rank failed
+    assert load_checkpoint(tmp_path / "checkpoints" / "step_0000004.pt")["train_state"]["progress"]["step"] == 4

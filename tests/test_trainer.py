@@ -13,37 +13,46 @@ import engine.trainer
 from data import UserError
 from engine.checkpoint import load_checkpoint
 from engine.run import train
+from engine.translator import Translator
 from model import Transformer
+from train import continue_command
+from viz.attention_store import steps
 
-from helpers import ROOT, compose_config, run_train, scalars
+from helpers import ROOT, assert_same_training, compose_config, run_train, scalars
 
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 
 
 class FakeClock:
-    """Seconds that pass only when a training step runs: `per_step` each, or `per_step(n)` for
-    the n-th step of the process."""
+    """Seconds that pass only when a training step runs (`per_step` each, or `per_step(n)` for
+    the n-th step of the process) or a set of sentences is translated (`per_translation`)."""
 
-    def __init__(self, per_step: float | Callable[[int], float]) -> None:
-        self.now, self.steps = 0.0, 0
+    def __init__(self, per_step: float | Callable[[int], float], per_translation: float = 0.0) -> None:
+        self.now, self.steps, self.per_translation = 0.0, 0, per_translation
         self.per_step = per_step if callable(per_step) else (lambda n: per_step)
 
     def __call__(self) -> float:
         return self.now
 
     def install(self, monkeypatch) -> None:
-        real_step = engine.trainer.train_step
+        real_step, real_translate = engine.trainer.train_step, Translator.translate
 
         def timed_step(*args, **kwargs):
             self.steps += 1
             self.now += self.per_step(self.steps)
             return real_step(*args, **kwargs)
 
+        def timed_translate(*args, **kwargs):
+            self.now += self.per_translation
+            return real_translate(*args, **kwargs)
+
         monkeypatch.setattr(engine.trainer, "train_step", timed_step)
+        monkeypatch.setattr(Translator, "translate", timed_translate)
 
 
 def test_time_budget_stops_training_and_leaves_the_reserve(multi30k_dir, tmp_path, monkeypatch, caplog):
-    clock = FakeClock(per_step=1.0)
+    # the final evaluation translates twice (validation, then the test set), 10 s each
+    clock = FakeClock(per_step=1.0, per_translation=10.0)
     clock.install(monkeypatch)
     caplog.set_level("INFO", logger="train")
     cfg = compose_config("experiment=ci", "train.max_minutes=1", "train.reserve_minutes=0.5", "train.max_steps=100000",
@@ -52,7 +61,8 @@ def test_time_budget_stops_training_and_leaves_the_reserve(multi30k_dir, tmp_pat
     # 30 s of training budget at 1 s a step: the check before step 31 still sees 30 s
     assert results["steps"] == 31
     assert results["minutes"] == round(31 / 60, 2)
-    assert results["total_minutes"] <= 1.0
+    # the 20 s of final evaluation fit the 30 s reserve: the whole run within its minute
+    assert results["total_minutes"] == round(51 / 60, 2) <= 1.0
     assert "time budget of 1.0 minutes (0.5 kept for the final evaluation) reached at step 31" in caplog.text
 
 
@@ -95,6 +105,41 @@ def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(multi3
     assert lr[50] == pytest.approx(at_20 * 30 / 60, rel=1e-5) and lr[80] == 0.0
 
 
+def test_a_higher_max_minutes_extends_a_run_that_ended(multi30k_dir, tmp_path, monkeypatch, caplog):
+    linear_budget_run(FakeClock(per_step=1.0), 1, tmp_path, monkeypatch, caplog)  # ends at its plan's step 30
+    caplog.clear()
+    cfg, results = linear_budget_run(FakeClock(per_step=1.0), 2, tmp_path, monkeypatch, caplog)  # the same folder
+    # 30 s spent at 1 s a step, 90 s of budget now: planned anew to step 90, on the line from
+    # the peak at the end of warmup (step 5) to the floor there, and then trained to it
+    assert "resumed from" in caplog.text and "train.max_minutes was 1.0 in the checkpoint; this run's 2.0" in caplog.text
+    assert "schedule planned anew at step 30: the learning rate decays linearly to 0 x peak at step 90" in caplog.text
+    assert results["steps"] == 90
+    lr = {e.step: e.value / cfg.train.lr for e in scalars(tmp_path).Scalars("train/lr")}
+    assert lr[30] == 0.0  # where the first run ended
+    assert lr[31] == pytest.approx((90 - 31) / (90 - 5), rel=1e-5) and lr[90] == 0.0
+
+
+def test_a_higher_max_steps_extends_a_run_and_changed_settings_are_said_and_used(multi30k_dir, tmp_path):
+    common = ["experiment=ci", "train.max_minutes=null", "train.warmup_steps=5", "train.log_every=1", *QUIET]
+    run_train(tmp_path, *common, "train.max_steps=20")
+    run_train(tmp_path, *common, "train.max_steps=40", "train.weight_decay=0.01")
+    log = (tmp_path / "train.log").read_text()
+    assert "resumed from" in log and "stopped at step 40" in log
+    assert "train.max_steps was 20 in the checkpoint; this run's 40 is used" in log
+    assert "train.weight_decay was 0.0 in the checkpoint; this run's 0.01 is used" in log
+    state = load_checkpoint(tmp_path / "checkpoints" / "step_0000040.pt")["train_state"]
+    assert all(group["weight_decay"] == 0.01 for group in state["optimizer"]["param_groups"])
+    assert (state["scheduler"]["decay_start"], state["scheduler"]["last_step"]) == (5, 40)
+    lr = {e.step: e.value / 3e-3 for e in scalars(tmp_path).Scalars("train/lr")}
+    assert lr[20] == 0.0 and lr[21] == pytest.approx((40 - 21) / 35, rel=1e-5) and lr[40] == 0.0
+
+
+def test_the_last_steps_attention_is_stored_too(multi30k_dir, tmp_path):
+    run_train(tmp_path, "experiment=ci", "train.max_steps=30", "train.eval_every=20", "train.max_minutes=null",
+              "train.threads=1", "train.head_importance=false")
+    assert steps(tmp_path) == [0, 20, 30]  # the slider reaches the step training stopped at
+
+
 def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
     # bounded by steps, so the linear decay is planned at the start and the same in both runs
     common = ["experiment=ci", "train.max_steps=60", "train.checkpoint_every=20", "train.keep_last=5",
@@ -115,18 +160,6 @@ def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
     run_train(killed, *common)  # the same command in the same folder
     assert "resumed from" in (killed / "train.log").read_text()
     assert_same_training(straight / "checkpoints" / "step_0000060.pt", killed / "checkpoints" / "step_0000060.pt")
-
-
-def assert_same_training(path_a, path_b) -> None:
-    a, b = load_checkpoint(path_a), load_checkpoint(path_b)
-    for name, tensor in a["model"].items():
-        assert torch.equal(tensor, b["model"][name]), f"{name} differs"
-    progress = [{k: v for k, v in ckpt["train_state"]["progress"].items() if k != "elapsed"}  # wall clock differs
-                for ckpt in (a, b)]
-    assert progress[0] == progress[1]
-    assert a["train_state"]["scheduler"] == b["train_state"]["scheduler"]
-    for name, state in a["train_state"]["optimizer"]["state"].items():
-        assert torch.equal(state["exp_avg"], b["train_state"]["optimizer"]["state"][name]["exp_avg"])
 
 
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -154,6 +187,27 @@ def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir
     run_train(tmp_path, *common)  # the command it printed
     assert f"at step {step} (epoch" in log.read_text()
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000080.pt")["train_state"]["progress"]["step"] == 80
+
+
+def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(multi30k_dir, tmp_path):
+    sweep = ["experiment=ci", "train.max_steps=60", "train.lr=1e-3,2e-3", "train.eval_every=10",
+             "train.attention_every=0", "train.head_importance=false", "train.threads=1"]
+    cmd = [sys.executable, str(ROOT / "train.py"), "-m", *sweep, f"hydra.sweep.dir={tmp_path}"]
+    process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log, deadline = tmp_path / "0" / "train.log", time.time() + 300
+    while not (log.exists() and "step 20 |" in log.read_text()):
+        assert process.poll() is None and time.time() < deadline, "the first job ended before step 20"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    command = stderr.strip().splitlines()[-1].split("continue with: ")[1]
+    # the first job's own values, no sweep and no -m: the command continues this job alone
+    assert command == (f"python train.py experiment=ci train.max_steps=60 train.lr=0.001 train.eval_every=10 "
+                       f"train.attention_every=0 train.head_importance=False train.threads=1 "  # as Hydra writes them
+                       f"hydra.run.dir={tmp_path / '0'}")
+    subprocess.run([sys.executable, *command.split()[1:]], cwd=ROOT, check=True, capture_output=True, timeout=300)
+    assert "resumed from" in log.read_text() and (tmp_path / "0" / "results.json").is_file()
+    assert not (tmp_path / "1").exists()
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +259,31 @@ def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, 
     result = run_train(tmp_path, "experiment=ci", override, f"train.resume={first_run}", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_resume_mid_epoch_with_other_batches_is_refused(first_run, tmp_path):
+    """Step 20 of the first run is mid-epoch: with another max_tokens the same position would
+    name other batches (another number of processes: tests/test_distributed.py)."""
+    result = run_train(tmp_path, "experiment=ci", "train.max_tokens=2048",
+                       f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}", check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "stopped 20 batches into epoch 0 with batches of train.max_tokens=1024" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize("overrides, has_checkpoint, expected", [
+    (["experiment=ci", "train.resume=runs/a"], False, "python train.py experiment=ci train.resume=runs/a"),
+    (["experiment=ci", "train.resume=runs/a"], True, "python train.py experiment=ci"),
+    (["train.init_from=runs/a"], False, "python train.py train.init_from=runs/a"),
+    (["train.attention_sentences=['Ein Hund.']"], True, "python train.py 'train.attention_sentences=['\"'\"'Ein Hund.'\"'\"']'"),
+])
+def test_the_continue_command(tmp_path, overrides, has_checkpoint, expected):
+    """From Hydra's record of the job's overrides (a multirun job's own values, no -m); resume
+    and init_from kept until the folder has a checkpoint of its own; quoted for the shell."""
+    if has_checkpoint:
+        (tmp_path / "checkpoints").mkdir()
+        (tmp_path / "checkpoints" / "step_0000010.pt").write_bytes(b"")
+    assert continue_command(overrides, tmp_path) == f"{expected} hydra.run.dir={tmp_path}"
 
 
 def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ Routes, under /data/plugin/attention/:
     static/index.js                    the frontend, styles included (no build step, no network)
 """
 import mimetypes
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from viz.attention_store import KINDS, find_runs, read_step, steps
+from viz.attention_store import KINDS, find_runs, read_step, step_path, steps
 
 PLUGIN_NAME = "attention"
 STATIC = Path(__file__).parent / "static"
@@ -31,10 +32,13 @@ class BadRequest(Exception):
         self.status = status
 
 
+INTEGER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits only, and few enough for int() and numpy
+
+
 def _integer(request, name: str) -> int:
     value = request.args.get(name, "")
-    if not value.lstrip("-").isdigit():
-        raise BadRequest(f"{name} must be an integer, got {value!r}")
+    if not INTEGER.fullmatch(value):
+        raise BadRequest(f"{name} must be an integer, got {value[:40]!r}")
     return int(value)
 
 
@@ -61,22 +65,29 @@ class AttentionPlugin(base_plugin.TBPlugin):
     def runs(self) -> dict[str, Path]:
         return find_runs(self.logdir) if self.logdir is not None and self.logdir.is_dir() else {}
 
+    def _inside_logdir(self, path: Path) -> bool:
+        """Whether `path`, links followed, lies inside the logdir: nothing else is served."""
+        return path.resolve().is_relative_to(self.logdir.resolve())
+
     def _stored(self, request):
         run = request.args.get("run", "")
-        # the run's folder directly, not a walk of the whole logdir on every request; a name
-        # that leads outside the logdir is no run
-        folder = (self.logdir / run).resolve() if self.logdir is not None else None
-        if folder is None or not folder.is_relative_to(self.logdir.resolve()) or not steps(folder):
-            raise BadRequest(f"no run {run!r} with attention data", 404)
         step = _integer(request, "step")
+        if self.logdir is None or "\0" in run:
+            raise BadRequest(f"no run {run[:200]!r} with attention data", 404)
+        # the run's folder directly, not a walk of the whole logdir on every request; a name
+        # that leads outside the logdir is no run, and a file linked from outside is not served
+        folder = self.logdir / run
+        if not self._inside_logdir(folder) or not steps(folder):
+            raise BadRequest(f"no run {run[:200]!r} with attention data", 404)
+        if not self._inside_logdir(step_path(folder, step)):
+            raise BadRequest(f"run {run!r}: the attention of step {step} lies outside the logdir", 403)
         try:
             return read_step(folder, step)
         except FileNotFoundError:
             raise BadRequest(f"run {run!r} has no attention at step {step}", 404) from None
 
     def runs_json(self, request) -> dict:
-        return {"logdir": str(self.logdir or ""),
-                "runs": [{"run": name, "steps": steps(folder)} for name, folder in self.runs().items()]}
+        return {"runs": [{"run": name, "steps": steps(folder)} for name, folder in self.runs().items()]}
 
     def sentences_json(self, request) -> dict:
         stored = self._stored(request)

@@ -47,7 +47,7 @@ const STYLE = `
 const state = {
   runs: [], run: null, steps: [], stepIndex: 0, probe: 0, kind: 'cross', layer: 0,
   head: 'mean', view: 'map', stretch: false, hiddenHeads: new Set(),
-  sentences: null, maps: null, request: 0,
+  sentences: null, maps: null, mapsFor: null, request: 0,
 };
 const cache = new Map(); // url -> parsed JSON: a stored step never changes
 const el = {}; // the page's elements by id
@@ -65,6 +65,8 @@ async function getJSON(url, cached = true) {
 
 const query = (params) => new URLSearchParams(params).toString();
 const currentStep = () => state.steps[state.stepIndex];
+// what a set of maps belongs to: only maps of the selection on screen are ever drawn
+const mapsKey = () => `${state.run}|${currentStep()}|${state.probe}|${state.kind}`;
 
 // --- colour ---------------------------------------------------------------------------------
 
@@ -263,7 +265,9 @@ function drawCaption() {
 }
 
 function draw() {
-  if (!state.maps) return;
+  // While the maps of a new selection are on their way, the old ones belong to other labels
+  // (another kind, step or sentence): draw nothing now, load() draws when they arrive.
+  if (!state.maps || state.mapsFor !== mapsKey()) return;
   const {rows, cols, layers} = state.maps;
   const heads = layers[state.layer];
   const kindName = KINDS.find(([kind]) => kind === state.kind)[1];
@@ -284,7 +288,7 @@ function draw() {
     el.view.replaceChildren(drawGrid(layers, top));
     drawLegend(top);
   }
-  document.body.dataset.drawn = `${state.run}|${currentStep()}|${state.probe}|${state.kind}|${state.layer}|${state.head}|${state.view}`;
+  document.body.dataset.drawn = `${mapsKey()}|${state.layer}|${state.head}|${state.view}`;
   if (!document.body.dataset.firstMapMs) document.body.dataset.firstMapMs = performance.now().toFixed(0);
 }
 
@@ -328,7 +332,7 @@ async function load() {
     syncControls();
     const maps = await getJSON(`maps?${query({run: state.run, step, probe: state.probe, kind: state.kind})}`);
     if (request !== state.request) return;
-    state.maps = maps;
+    Object.assign(state, {maps, mapsFor: mapsKey()});
     draw();
   } catch (error) {
     if (request === state.request) message(`Could not load the attention of run ${state.run}: ${error.message}`);
@@ -347,7 +351,7 @@ async function refreshRuns() {
   state.runs = body.runs;
   if (!state.runs.length) {
     state.run = null;
-    message(`No run under ${body.logdir || 'the logdir'} has attention data yet. Training writes the probe ` +
+    message(`No run under the logdir has attention data yet. Training writes the probe ` +
       'sentences\' attention into RUN/attention/ at every attention evaluation (train.attention_every; the ' +
       'first at step 0): a run that has just started shows up within seconds, this page looks again every ' +
       `${REFRESH_MS / 1000} s.`);
@@ -357,7 +361,9 @@ async function refreshRuns() {
   const known = state.runs.find(({run}) => run === state.run);
   if (!known) return selectRun(state.runs[state.runs.length - 1].run);
   const atEnd = state.stepIndex === state.steps.length - 1;
+  const changed = known.steps.join() !== state.steps.join();
   state.steps = known.steps;
+  if (!changed) return; // nothing new: the drawing (and what the pointer shows on it) stays
   if (atEnd) { // following a still-running run: stay on its newest step
     state.stepIndex = state.steps.length - 1;
     syncControls();

@@ -4,6 +4,7 @@ import os
 import pytest
 import torch
 import yaml
+from omegaconf import OmegaConf
 
 from engine.config import to_run_config
 
@@ -34,9 +35,27 @@ def test_the_default_run_is_the_one_hour_recipe():
     assert overridden.train.precision == "bf16" and overridden.model.d_model == 64
 
 
-def test_experiment_files_hold_only_what_they_change():
-    for path in (CONF / "experiment").glob("*.yaml"):
-        assert path.read_text().startswith("# @package _global_"), path
+def leaves(tree: dict, prefix: str = "") -> dict:
+    """{"train.lr": 0.003, ...} of a nested dict."""
+    out = {}
+    for key, value in tree.items():
+        out.update(leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
+@pytest.mark.parametrize("path", sorted((CONF / "experiment").glob("*.yaml")), ids=lambda p: p.stem)
+def test_experiment_files_hold_only_what_they_change(path):
+    """Every value an experiment file sets differs from the one the run would have without it,
+    and every model group it picks differs from the default's."""
+    assert path.read_text().startswith("# @package _global_"), path
+    experiment = yaml.safe_load(path.read_text())
+    without = leaves(yaml.safe_load(yaml.safe_dump(OmegaConf.to_container(compose_config()))))
+    for key, value in leaves({k: v for k, v in experiment.items() if k != "defaults"}).items():
+        assert without[key] != value, f"{path.name} sets {key} to {value!r}, which it already is"
+    default_model = to_run_config(compose_config()).model
+    for override in experiment.get("defaults", []):
+        (group, option), = override.items()
+        assert group == "override /model" and to_run_config(compose_config(f"model={option}")).model != default_model
 
 
 @pytest.mark.parametrize("override, message", [

@@ -49,4 +49,15 @@ def test_pick_device_errors_name_the_option(monkeypatch):
         pick_device("gpu0", "--device")
     with pytest.raises(UserError, match="^train.device is cuda:1 but no CUDA GPU is available$"):
         pick_device("cuda:1", "train.device")
-    assert device_module.cpu_description()  # e.g. "AVX2" or "AVX512, AVX512-BF16"
+
+
+@pytest.mark.parametrize("capability, bf16, amx, expected", [
+    ("AVX2", False, False, "AVX2"),  # the Zen 3: bf16 emulated
+    ("AVX512", True, False, "AVX512, AVX512-BF16"),  # the Zen 5
+    ("AVX512", True, True, "AVX512, AVX512-BF16, AMX"),
+])
+def test_cpu_description_names_what_decides_precision(monkeypatch, capability, bf16, amx, expected):
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert device_module.cpu_description() == expected

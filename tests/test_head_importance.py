@@ -109,7 +109,7 @@ def test_heads_command_writes_json_table_and_figure(ci_run, multi30k_dir, tmp_pa
 
 
 @pytest.mark.parametrize("args, message", [
-    (["-c", "no/such/run"], "error: "),
+    (["-c", "no/such/run"], "error: checkpoint no/such/run does not exist"),
     (["--sentences", "0"], "error: argument --sentences: must be at least 1, not 0 (see --help)"),
 ])
 def test_heads_command_errors_are_one_line(ci_run, args, message):

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import torch
 
+from analysis.head_importance import checkpoint_importance, importance_grids, importance_table
 from data import UserError
-from engine.checkpoint import resolve_checkpoint_path
-from engine.cli import OneLineErrorParser, positive_int
-from engine.device import pick_device
-from engine.head_importance import checkpoint_importance, importance_grids, importance_table
+from inference.checkpoint import resolve_checkpoint_path
+from utils.cli import OneLineErrorParser, positive_int
+from utils.device import pick_device
 
 
 def build_parser() -> OneLineErrorParser:

@@ -4,7 +4,7 @@
     python train.py experiment=ci            # a couple of minutes, tiny model
     python train.py model=base train.precision=bf16 data.src_lang=fr
 
-The work is `engine.run.train(cfg, run_dir)`; this file is the Hydra entry point that turns
+The work is `training.run.train(cfg, run_dir)`; this file is the Hydra entry point that turns
 user errors into one-line messages.
 """
 import os
@@ -20,10 +20,10 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from data import UserError
-from engine.checkpoint import latest_step_checkpoint
-from engine.config import register_configs
-from engine.interrupt import Interrupted
-from engine.run import train
+from inference.checkpoint import latest_step_checkpoint
+from training.config import register_configs
+from training.interrupt import Interrupted
+from training.run import train
 
 register_configs()
 

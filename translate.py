@@ -20,11 +20,11 @@ from typing import BinaryIO, Iterator, TextIO
 import torch
 
 from data import UserError
-from engine.checkpoint import load_for_inference
-from engine.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int
-from engine.device import pick_device
-from engine.files import atomic_file
-from engine.translator import Translator
+from inference.checkpoint import load_for_inference
+from inference.translator import Translator
+from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int
+from utils.device import pick_device
+from utils.files import atomic_file
 
 CHUNK = 1000  # lines translated (and written) at a time, so any input size streams through
 

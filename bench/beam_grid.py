@@ -17,8 +17,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
-from engine.evaluate import score_translations  # noqa: E402
-from engine.translator import Translator  # noqa: E402
+from inference.scoring import score_translations  # noqa: E402
+from inference.translator import Translator  # noqa: E402
 
 
 def main() -> None:

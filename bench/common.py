@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 
 from data import UserError, load_multi30k
-from engine.checkpoint import load_for_inference
-from engine.device import cpu_description
+from inference.checkpoint import load_for_inference
+from utils.device import cpu_description
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

@@ -14,7 +14,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
-from engine.translator import Translator  # noqa: E402
+from inference.translator import Translator  # noqa: E402
 
 
 def measure(translator: Translator, sentences: list[str]) -> dict:

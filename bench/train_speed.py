@@ -32,12 +32,12 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, ROOT, allocators, cpu_model, training_allocator, write_result  # noqa: E402
-from engine.device import cpu_description, native_bf16  # noqa: E402
 from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, UserError, collate, prepare_data  # noqa: E402
-from engine.step import train_step  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
+from training.step import train_step  # noqa: E402
+from utils.device import cpu_description, native_bf16  # noqa: E402
 
 
 class TorchTransformer(nn.Module):
@@ -98,7 +98,7 @@ def matmul_peak(dtype: torch.dtype, m: int = 4096, k: int = 512, n: int = 2048, 
 
 
 def make_step(model: nn.Module, bf16: bool, label_smoothing: float):
-    """One optimizer step as training takes it (engine/step.py), one batch a step."""
+    """One optimizer step as training takes it (training/step.py), one batch a step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def autocast():

@@ -1,7 +1,7 @@
 """SentencePiece tokenization: trained on the training split only, cached, embeddable.
 
 The special ids are defined here, once (pad 0, unk 1, bos 2, eos 3): SentencePiece is told to
-put them exactly there, and the engine hands them to the model through its config, so ids
+put them exactly there, and training hands them to the model through its config, so ids
 mean the same in data, model, search and checkpoints.
 """
 import hashlib

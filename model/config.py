@@ -25,7 +25,7 @@ class TransformerConfig:
     max_len: int = 256  # longest sequence (in pieces, bos/eos included) the model accepts
     share_embeddings: bool = True  # one embedding for source and target (joint vocabulary)
     tie_output: bool = True  # output projection reuses the target embedding matrix
-    # Special ids: the tokenizer decides them and the engine copies them in (these defaults
+    # Special ids: the tokenizer decides them and training copies them in (these defaults
     # are SentencePiece's ids as data/ trains it, for models built by hand in tests).
     pad_id: int = 0
     unk_id: int = 1

@@ -8,8 +8,8 @@ import torch
 from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from engine.checkpoint import load_checkpoint
-from engine.config import register_configs
+from inference.checkpoint import load_checkpoint
+from training.config import register_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"

@@ -6,8 +6,8 @@ import torch
 from PIL import Image
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from engine.checkpoint import load_for_inference
-from engine.translator import Translator
+from inference.checkpoint import load_for_inference
+from inference.translator import Translator
 from viz.attention import KINDS, attention_figure, collect_attention, save_pngs, tag
 
 N_LAYERS, N_PROBES = 2, 3  # the tiny model of experiment=ci; attention_probes default

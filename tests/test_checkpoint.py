@@ -1,8 +1,8 @@
-"""Checkpoint files (engine/checkpoint.py): atomic writes."""
+"""Checkpoint files (inference/checkpoint.py): atomic writes."""
 import pytest
 import torch
 
-from engine.checkpoint import VERSION, atomic_save, load_checkpoint
+from inference.checkpoint import VERSION, atomic_save, load_checkpoint
 
 
 def test_interrupted_save_leaves_previous_checkpoint_loadable(tmp_path, monkeypatch):
@@ -23,7 +23,7 @@ def test_interrupted_save_leaves_previous_checkpoint_loadable(tmp_path, monkeypa
 
 def test_older_weights_translate_but_only_this_versions_training_state_resumes(ci_run, tmp_path):
     from data import UserError
-    from engine.checkpoint import WEIGHTS_SINCE, load_for_inference
+    from inference.checkpoint import WEIGHTS_SINCE, load_for_inference
 
     checkpoint = load_checkpoint(ci_run / "checkpoints" / "step_0000240.pt")
     assert checkpoint["version"] == VERSION

@@ -1,4 +1,4 @@
-"""The Hydra configuration (conf/, engine/config.py) and train.py's one-line errors."""
+"""The Hydra configuration (conf/, training/config.py) and train.py's one-line errors."""
 import os
 
 import pytest
@@ -6,7 +6,7 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 
-from engine.config import to_run_config
+from training.config import to_run_config
 
 from helpers import CONF, compose_config, run_train
 

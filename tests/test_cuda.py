@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
+from analysis.head_stats import HeadStatistics
 from data import collate
-from engine.head_stats import HeadStatistics
 from model import Transformer, TransformerConfig
 
 from helpers import run_train

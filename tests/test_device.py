@@ -1,10 +1,10 @@
-"""Device and precision choice (engine/device.py), with the capability checks mocked."""
+"""Device and precision choice (utils/device.py), with the capability checks mocked."""
 import pytest
 import torch
 
 from data import UserError
-from engine import device as device_module
-from engine.device import choose_precision, pick_device
+from utils import device as device_module
+from utils.device import choose_precision, pick_device
 
 CPU = torch.device("cpu")
 

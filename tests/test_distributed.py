@@ -1,4 +1,4 @@
-"""Data-parallel training under torchrun (engine/distributed.py), gloo on the CPU.
+"""Data-parallel training under torchrun (training/distributed.py), gloo on the CPU.
 
 On a GPU machine the same code runs with nccl; these tests check the logic on the CPU."""
 import os
@@ -17,10 +17,10 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 from data import collate, prepare_data
-from engine.checkpoint import load_checkpoint
-from engine.config import to_run_config
-from engine.distributed import Distributed
-from engine.step import train_step
+from inference.checkpoint import load_checkpoint
+from training.config import to_run_config
+from training.distributed import Distributed
+from training.step import train_step
 
 from helpers import ROOT, assert_same_training, compose_config, run_train
 from test_step import deterministic_model, examples
@@ -126,7 +126,7 @@ def test_uneven_shards_give_the_gradient_of_the_whole_step(tmp_path):
 def test_collective_tensors_live_on_the_runs_device(monkeypatch):
     """nccl reduces only GPU tensors: every collective must build its tensor on the run's device.
     Checked with a stand-in device and recording collectives (no GPU needed)."""
-    import engine.distributed
+    import training.distributed
 
     seen = []
 
@@ -137,8 +137,8 @@ def test_collective_tensors_live_on_the_runs_device(monkeypatch):
         seen.append(tensor.device)
         raise Recorded  # the stand-in device cannot compute; the placement is what matters
 
-    monkeypatch.setattr(engine.distributed.dist, "all_reduce", record)
-    monkeypatch.setattr(engine.distributed.dist, "broadcast", record)
+    monkeypatch.setattr(training.distributed.dist, "all_reduce", record)
+    monkeypatch.setattr(training.distributed.dist, "broadcast", record)
     ddp = Distributed.__new__(Distributed)
     ddp.device, ddp.world_size, ddp.rank = torch.device("meta"), 2, 0
     for collective in (lambda: ddp.any(True), lambda: ddp.sum(3.0), lambda: ddp.broadcast(1.0),
@@ -151,7 +151,7 @@ def test_collective_tensors_live_on_the_runs_device(monkeypatch):
 def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
     """A rank of a two-process ci run whose collectives give up after 8 s, and whose final
     report (rank 0's alone) takes 20 s: the other rank must not be waiting for it."""
-    import engine.run
+    import training.run
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
                       LOCAL_RANK=str(rank))
@@ -165,8 +165,8 @@ def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
         return {}
 
     torch.distributed.init_process_group = impatient_init
-    engine.run.finish = slow_report
-    engine.run.train(compose_config(*COMMON, "train.max_steps=4", f"data.cache_dir={cache_dir}"), Path(run_dir))
+    training.run.finish = slow_report
+    training.run.train(compose_config(*COMMON, "train.max_steps=4", f"data.cache_dir={cache_dir}"), Path(run_dir))
 
 
 def test_other_ranks_do_not_wait_in_a_collective_while_rank_0_writes_the_report(multi30k_dir, tmp_path):

@@ -1,11 +1,11 @@
-"""Head importance (engine/head_importance.py): masking each head, pruning curves, heads.py."""
+"""Head importance (analysis/head_importance.py): masking each head, pruning curves, heads.py."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from engine.head_importance import head_importance, importance_grids, removal_counts
+from analysis.head_importance import head_importance, importance_grids, removal_counts
 from model import Transformer
 
 from helpers import ROOT, scalars

@@ -1,8 +1,8 @@
-"""Per-head attention statistics (engine/head_stats.py) on hand-made attention with known answers."""
+"""Per-head attention statistics (analysis/head_stats.py) on hand-made attention with known answers."""
 import pytest
 import torch
 
-from engine.head_stats import STATISTICS, map_sums, punctuation_ids, scalar_layout
+from analysis.head_stats import STATISTICS, map_sums, punctuation_ids, scalar_layout
 
 T = 5
 

@@ -1,7 +1,7 @@
-"""The training progress bar (engine/progress_bar.py) follows what bounds the run."""
+"""The training progress bar (training/progress_bar.py) follows what bounds the run."""
 import math
 
-from engine.progress_bar import ProgressBar
+from training.progress_bar import ProgressBar
 
 
 def test_with_a_time_budget_the_bar_counts_minutes_of_it():

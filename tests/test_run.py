@@ -1,10 +1,10 @@
-"""A whole training run (engine/run.py) on real Multi30k: the `ci` experiment end to end."""
+"""A whole training run (training/run.py) on real Multi30k: the `ci` experiment end to end."""
 import json
 import os
 
 import torch
 
-from engine.checkpoint import average_checkpoints, load_checkpoint, load_for_inference, step_checkpoints
+from inference.checkpoint import average_checkpoints, load_checkpoint, load_for_inference, step_checkpoints
 
 from helpers import run_train, scalars
 

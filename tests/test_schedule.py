@@ -1,10 +1,10 @@
-"""The learning-rate schedule (engine/schedule.py)."""
+"""The learning-rate schedule (training/schedule.py)."""
 import math
 
 import pytest
 
-from engine.config import TrainConfig
-from engine.schedule import Schedule
+from training.config import TrainConfig
+from training.schedule import Schedule
 
 
 def test_linear_schedule_reaches_its_floor_at_the_planned_last_step():

@@ -1,4 +1,4 @@
-"""One optimizer step (engine/step.py): accumulation and the non-finite guard."""
+"""One optimizer step (training/step.py): accumulation and the non-finite guard."""
 import copy
 import math
 from contextlib import nullcontext
@@ -6,8 +6,8 @@ from contextlib import nullcontext
 import torch
 
 from data import collate
-from engine.step import train_step
 from model import Transformer, TransformerConfig
+from training.step import train_step
 
 
 def examples(n: int, seed: int = 0) -> list[dict]:

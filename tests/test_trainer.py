@@ -1,4 +1,4 @@
-"""The training loop (engine/trainer.py): time budget and schedule on a fake clock, resuming,
+"""The training loop (training/trainer.py): time budget and schedule on a fake clock, resuming,
 interrupting, starting from another run, non-finite stops, accumulation, bf16."""
 import signal
 import subprocess
@@ -9,13 +9,13 @@ from typing import Callable
 import pytest
 import torch
 
-import engine.trainer
+import training.trainer
 from data import UserError
-from engine.checkpoint import load_checkpoint
-from engine.run import train
-from engine.translator import Translator
+from inference.checkpoint import load_checkpoint
+from inference.translator import Translator
 from model import Transformer
 from train import continue_command
+from training.run import train
 from viz.attention_store import steps
 
 from helpers import ROOT, assert_same_training, compose_config, run_train, scalars
@@ -35,7 +35,7 @@ class FakeClock:
         return self.now
 
     def install(self, monkeypatch) -> None:
-        real_step, real_translate = engine.trainer.train_step, Translator.translate
+        real_step, real_translate = training.trainer.train_step, Translator.translate
 
         def timed_step(*args, **kwargs):
             self.steps += 1
@@ -46,7 +46,7 @@ class FakeClock:
             self.now += self.per_translation
             return real_translate(*args, **kwargs)
 
-        monkeypatch.setattr(engine.trainer, "train_step", timed_step)
+        monkeypatch.setattr(training.trainer, "train_step", timed_step)
         monkeypatch.setattr(Translator, "translate", timed_translate)
 
 

@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from data.batching import pad
-from engine.checkpoint import load_checkpoint, load_for_inference
-from engine.translator import Translator
-from helpers import ROOT
+from inference.checkpoint import load_checkpoint, load_for_inference
+from inference.translator import Translator
 from model.search import beam_search, greedy_search
+
+from helpers import ROOT
 
 SENTENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
              "Eine Frau mit einem roten Hut sitzt auf einer Bank vor einem großen Gebäude.", "Kinder."]
@@ -291,7 +292,7 @@ def test_evaluation_helpers_give_back_training_mode(trained, multi30k):
     from torch.utils.data import DataLoader
 
     from data import TokenBucketSampler, collate
-    from engine.evaluate import validation_loss
+    from training.validation import validation_loss
     from viz.attention import collect_attention
 
     model, tokenizer = trained

@@ -1,4 +1,4 @@
-"""What training measures and stores at its evaluations (engine/validation.py): the attention
+"""What training measures and stores at its evaluations (training/validation.py): the attention
 probes."""
 import gzip
 import os

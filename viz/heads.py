@@ -40,7 +40,7 @@ def head_statistic_figure(name: str, by_kind: dict[str, Tensor], fmt: str = ".2f
 
 def draw_pruning(ax: plt.Axes, result: dict) -> None:
     """Michel et al.'s curve, one line per kind: greedy validation BLEU against the number of
-    that kind's heads masked, least important first (`engine.head_importance`)."""
+    that kind's heads masked, least important first (`analysis.head_importance`)."""
     for kind, curve in result["pruning"].items():
         ax.plot([p["removed"] for p in curve], [p["bleu"] for p in curve], marker="o", label=TITLES[kind])
     ax.set_xlabel("heads of the kind masked, least important first", fontsize=8)
@@ -59,7 +59,7 @@ def pruning_figure(result: dict) -> plt.Figure:
 
 def importance_figure(grids: dict[str, Tensor], result: dict) -> plt.Figure:
     """`grids`: kind -> (layers, heads) validation loss increase with each head masked, drawn
-    beside the pruning curves of `result` (`engine.head_importance`)."""
+    beside the pruning curves of `result` (`analysis.head_importance`)."""
     layers, heads = next(iter(grids.values())).shape
     fig = plt.figure(figsize=(1.5 + 0.6 * heads * len(grids) + 4.5, max(3.4, 1.4 + 0.45 * layers)),
                      layout="constrained")

@@ -57,7 +57,7 @@ class TrainConfig:
     attention_sentences: list[str] = field(default_factory=list)
     attention_every: int | None = None  # steps; None: at every validation; 0: never
     # at the end: validation loss and greedy BLEU with each head masked, and pruning curves
-    # (engine/head_importance.py); BLEU on the first N validation sentences (null: all)
+    # (analysis/head_importance.py); BLEU on the first N validation sentences (null: all)
     head_importance: bool = False  # ~5 minutes for the recipe model: see conf/train/default.yaml
     head_importance_sentences: int | None = 500
     # where a new run folder starts from (a folder's own checkpoints always come first):

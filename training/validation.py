@@ -1,22 +1,49 @@
 """What a run measures on the validation set while it trains, and the attention maps of its
 probe sentences: the numbers and pictures a learner watches in TensorBoard."""
 import logging
+import math
 import time
+from typing import Callable
 
 import torch
+from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
-from data import PreparedData, UserError
-from engine.batches import token_batches
-from engine.config import TrainConfig
-from engine.evaluate import score_translations, validation_loss
-from engine.head_stats import HeadStatistics, log_head_statistics, scalar_layout
-from engine.translator import Translator
-from model import Transformer
+from analysis.head_stats import HeadStatistics, log_head_statistics, scalar_layout
+from data import Batch, PreparedData, UserError
+from inference.scoring import score_translations
+from inference.translator import Translator
+from model import AttentionMaps, Transformer
+from training.config import TrainConfig
+from training.loaders import token_batches
 from viz.attention import collect_attention, log_to_tensorboard
 from viz.attention_store import write_step
 
 log = logging.getLogger("train")
+
+
+@torch.no_grad()
+def validation_loss(model: Transformer, loader: DataLoader, device: torch.device, autocast,
+                    on_attention: Callable[[Batch, AttentionMaps], None] | None = None) -> tuple[float, float]:
+    """Mean negative log-likelihood per target token (no label smoothing) and perplexity.
+
+    `on_attention`, if given, receives each batch with the attention maps of its forward pass
+    (per-head statistics come from the same pass as the loss)."""
+    was_training = model.training
+    model.eval()
+    total_nll, total_tokens = 0.0, 0
+    for batch in loader:
+        batch = batch.to(device)
+        with autocast():
+            summed_nll, attention = model(batch.src, batch.tgt_in, return_attention=on_attention is not None,
+                                          targets=batch.tgt_out)
+        if on_attention is not None:
+            on_attention(batch, attention)
+        total_nll += summed_nll.item()
+        total_tokens += batch.n_tgt_tokens
+    model.train(was_training)
+    nll = total_nll / max(total_tokens, 1)
+    return nll, math.exp(min(nll, 50.0))
 
 
 class Validation:

@@ -16,13 +16,13 @@ from omegaconf import DictConfig
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from data import Tokenizer, UserError, prepare_data
-from engine.checkpoint import latest_step_checkpoint, resolve_checkpoint_path
-from engine.config import RunConfig, TrainConfig, to_run_config
-from engine.device import choose_precision, pick_device
-from engine.distributed import Distributed
-from engine.report import finish
-from engine.trainer import Trainer
+from inference.checkpoint import latest_step_checkpoint, resolve_checkpoint_path
 from model import TransformerConfig
+from training.config import RunConfig, TrainConfig, to_run_config
+from training.distributed import Distributed
+from training.final_evaluation import finish
+from training.trainer import Trainer
+from utils.device import choose_precision, pick_device
 
 log = logging.getLogger("train")
 

@@ -15,7 +15,7 @@ floor at the new last step, so an ended run's rate rises from its floor to where
 import math
 from dataclasses import asdict, dataclass
 
-from engine.config import TrainConfig
+from training.config import TrainConfig
 
 
 @dataclass

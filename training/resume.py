@@ -2,7 +2,7 @@
 
 A checkpoint holds the settings it was trained with (meta["config"]). A resumed run takes
 this run's settings, saying in the log which differ; a raised limit extends the run (see
-engine/schedule.py). What the saved data position counts in (batches of one size, shared out
+training/schedule.py). What the saved data position counts in (batches of one size, shared out
 among a number of processes) must not change mid-epoch: the same position would then name
 other batches, training some twice and skipping others.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from data import UserError
-from engine.config import TrainConfig
+from training.config import TrainConfig
 
 # where training starts from, not how it trains: differs between the first session and a resumed one
 NOT_SETTINGS = {"resume", "init_from"}

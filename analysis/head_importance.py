@@ -23,10 +23,10 @@ from torch import Tensor
 
 from data import DataConfig, PreparedData, UserError
 from data.prepare import load_text, tokenize_splits
-from engine.checkpoint import load_for_inference
-from engine.config import TrainConfig
-from engine.validation import Validation
+from inference.checkpoint import load_for_inference
 from model import Transformer
+from training.config import TrainConfig
+from training.validation import Validation
 
 # (validation loss, greedy validation BLEU) of the model as it is at the call
 Measure = Callable[[], tuple[float, float]]

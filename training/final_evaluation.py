@@ -4,11 +4,11 @@ import json
 import logging
 import sys
 
-from engine.checkpoint import average_checkpoints, load_checkpoint, step_checkpoints
-from engine.config import RunConfig
-from engine.evaluate import score_translations
-from engine.head_importance import head_importance, importance_table, log_head_importance
-from engine.trainer import Trainer
+from analysis.head_importance import head_importance, importance_table, log_head_importance
+from inference.checkpoint import average_checkpoints, load_checkpoint, step_checkpoints
+from inference.scoring import score_translations
+from training.config import RunConfig
+from training.trainer import Trainer
 
 log = logging.getLogger("train")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from data import Tokenizer, UserError
-from engine.files import atomic_file
 from model import Transformer, TransformerConfig
+from utils.files import atomic_file
 
 FORMAT = "minitrans"
 VERSION = 3  # 2: W_Q, W_K, W_V stacked in one in_proj; 3: every rank's random state, the planned schedule
@@ -18,7 +18,7 @@ WEIGHTS_SINCE = 2  # the weights and model config have not changed since: older 
 
 
 def atomic_save(obj: dict, path: Path) -> None:
-    """torch.save into `path` atomically (engine/files.py): the old file or the new one,
+    """torch.save into `path` atomically (utils/files.py): the old file or the new one,
     never a truncated file under the final name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(path, "wb") as f:

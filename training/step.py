@@ -1,6 +1,6 @@
 """One optimizer step: forward, loss, backward over a step's batches, clip, update.
 
-Training (engine/trainer.py) and the speed benchmark (bench/train_speed.py) both take their
+Training (training/trainer.py) and the speed benchmark (bench/train_speed.py) both take their
 steps here, so the benchmark measures exactly what training does.
 """
 import math

@@ -1,7 +1,7 @@
 """The training loop: steps, validation, attention maps, checkpoints.
 
 `Trainer` holds a run's moving parts and `fit` trains until a limit is reached;
-engine/report.py then evaluates the best weights on the test sets. engine/run.py builds both
+training/final_evaluation.py then evaluates the best weights on the test sets. training/run.py builds both
 from a config.
 """
 import dataclasses
@@ -21,18 +21,18 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
 from data import Batch, PreparedData, SampledPairs, UserError
-from engine.batches import TrainingBatches
-from engine.checkpoint import (atomic_save, latest_step_checkpoint, load_checkpoint, load_weights, make_checkpoint,
-                               step_checkpoints)
-from engine.config import RunConfig
-from engine.distributed import Distributed
-from engine.interrupt import Interrupted, StopOnSignal
-from engine.progress_bar import ProgressBar
-from engine.resume import SCHEDULE_SETTINGS, changed_settings, check_data_position, saved_train_settings
-from engine.schedule import Schedule
-from engine.step import train_step
-from engine.validation import Validation
+from inference.checkpoint import (atomic_save, latest_step_checkpoint, load_checkpoint, load_weights, make_checkpoint,
+                                  step_checkpoints)
 from model import Transformer, TransformerConfig
+from training.config import RunConfig
+from training.distributed import Distributed
+from training.interrupt import Interrupted, StopOnSignal
+from training.loaders import TrainingBatches
+from training.progress_bar import ProgressBar
+from training.resume import SCHEDULE_SETTINGS, changed_settings, check_data_position, saved_train_settings
+from training.schedule import Schedule
+from training.step import train_step
+from training.validation import Validation
 
 log = logging.getLogger("train")
 
@@ -160,7 +160,7 @@ class Trainer:
 
     def _take_changed_settings(self, changed: dict[str, tuple]) -> None:
         """This run's settings win over the resumed checkpoint's, each difference said in the log;
-        changed limits or schedule settings re-plan the schedule (engine/schedule.py)."""
+        changed limits or schedule settings re-plan the schedule (training/schedule.py)."""
         for name, (theirs, ours) in changed.items():
             log.info("train.%s was %s in the checkpoint; this run's %s is used", name, theirs, ours)
         for group in self.optimizer.param_groups:  # load_state_dict restored the checkpoint's
@@ -190,7 +190,7 @@ class Trainer:
     # --- evaluation -----------------------------------------------------------------------
 
     def evaluate(self) -> float:
-        """Validate (see engine/validation.py), log it, keep the best checkpoint; val BLEU."""
+        """Validate (see training/validation.py), log it, keep the best checkpoint; val BLEU."""
         started = time.time()
         step = self.progress.step
         val_nll, val_ppl, bleu, heads_seconds = self.validation.run(step)

@@ -1,1 +1,0 @@
-"""minitrans engine: what training and translation share (config, checkpoints, decoding)."""

@@ -9,16 +9,14 @@ whole result as JSON (default: head_importance.json in the run folder) and, with
 at the end of a run (train.head_importance) into results.json and TensorBoard.
 """
 import json
-import logging
 import sys
 from pathlib import Path
 
 import torch
 
 from analysis.head_importance import checkpoint_importance, importance_grids, importance_table
-from data import UserError
-from inference.checkpoint import resolve_checkpoint_path
-from utils.cli import OneLineErrorParser, positive_int
+from inference.checkpoint import CHECKPOINTS, resolve_checkpoint_path
+from utils.cli import OneLineErrorParser, positive_int, run_command
 from utils.device import pick_device
 
 
@@ -48,7 +46,7 @@ def run(args) -> None:
     result = checkpoint_importance(path, args.data_dir, args.sentences, pick_device(args.device, "--device"))
     print(importance_table(result))
     # into the run folder (RUN/checkpoints/best.pt -> RUN), else beside a checkpoint kept elsewhere
-    run_dir = path.parent.parent if path.parent.name == "checkpoints" else path.parent
+    run_dir = path.parent.parent if path.parent.name == CHECKPOINTS else path.parent
     output = args.output or run_dir / "head_importance.json"
     output.write_text(json.dumps({**result, "checkpoint": str(path), "sentences_for_bleu": args.sentences},
                                  indent=2) + "\n")
@@ -61,17 +59,7 @@ def run(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.ERROR, format="%(message)s")
-    try:
-        run(args)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
-    return 0
+    return run_command(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

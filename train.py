@@ -19,11 +19,11 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from data import UserError
-from inference.checkpoint import latest_step_checkpoint
+from inference.checkpoint import checkpoint_folder, latest_step_checkpoint
 from training.config import register_configs
 from training.interrupt import Interrupted
 from training.run import train
+from utils.errors import UserError
 
 register_configs()
 
@@ -33,7 +33,7 @@ def continue_command(overrides: list[str], run_dir: Path) -> str:
     multirun, this job's values, without -m) in the same folder. Once the folder has a
     checkpoint of its own, that comes first, so train.resume/init_from are left out; before,
     they are what the run starts from, and stay."""
-    own = latest_step_checkpoint(run_dir / "checkpoints") is not None
+    own = latest_step_checkpoint(checkpoint_folder(run_dir)) is not None
     kept = [o for o in overrides if not (own and o.startswith(("train.resume=", "train.init_from=")))]
     return shlex.join(["python", "train.py", *kept, f"hydra.run.dir={run_dir}"])
 

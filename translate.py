@@ -9,7 +9,6 @@ One output line per input line, in input order; an empty line stays empty. Typed
 terminal (or with --interactive), each line is translated as soon as it is entered.
 """
 import argparse
-import logging
 import os
 import sys
 from contextlib import ExitStack, contextmanager
@@ -19,11 +18,11 @@ from typing import BinaryIO, Iterator, TextIO
 
 import torch
 
-from data import UserError
 from inference.checkpoint import load_for_inference
 from inference.translator import Translator
-from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int
+from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
 from utils.device import pick_device
+from utils.errors import UserError
 from utils.files import atomic_file
 
 CHUNK = 1000  # lines translated (and written) at a time, so any input size streams through
@@ -188,20 +187,7 @@ def translate_chunk(translator: Translator, chunk: list[str], first: int, args: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.ERROR, format="%(message)s")  # the CLI prints its own warnings
-    try:
-        run(args)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # `translate.py ... | head`: the reader left, nothing to report
-        sys.stderr.close()
-        return 0
-    except KeyboardInterrupt:  # Ctrl-C, e.g. to leave interactive use: what was written stays
-        print(file=sys.stderr)
-        return 130
-    return 0
+    return run_command(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -21,12 +21,13 @@ import torch
 from omegaconf import OmegaConf
 from torch import Tensor
 
-from data import DataConfig, PreparedData, UserError
+from data import DataConfig, PreparedData
 from data.prepare import load_text, tokenize_splits
 from inference.checkpoint import load_for_inference
 from model import Transformer
 from training.config import TrainConfig
 from training.validation import Validation
+from utils.errors import UserError
 
 # (validation loss, greedy validation BLEU) of the model as it is at the call
 Measure = Callable[[], tuple[float, float]]

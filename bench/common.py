@@ -10,9 +10,10 @@ from pathlib import Path
 
 import torch
 
-from data import UserError, load_multi30k
+from data import load_multi30k
 from inference.checkpoint import load_for_inference
 from utils.device import cpu_description
+from utils.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

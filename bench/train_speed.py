@@ -32,12 +32,13 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, ROOT, allocators, cpu_model, training_allocator, write_result  # noqa: E402
-from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, UserError, collate, prepare_data  # noqa: E402
+from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, collate, prepare_data  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
 from training.step import train_step  # noqa: E402
 from utils.device import cpu_description, native_bf16  # noqa: E402
+from utils.errors import UserError
 
 
 class TorchTransformer(nn.Module):

@@ -1,6 +1,5 @@
 """minitrans data: Multi30k loading, SentencePiece tokenization, token-budget batching."""
 from data.batching import Batch, TokenBucketSampler, collate
-from data.errors import UserError
 from data.multi30k import load_multi30k
 from data.prepare import DataConfig, PreparedData, prepare_data
 from data.subword_sampling import SampledPairs
@@ -8,5 +7,5 @@ from data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, TokenizerC
 
 __all__ = [
     "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID", "Batch", "DataConfig", "PreparedData", "SampledPairs", "TokenBucketSampler",
-    "Tokenizer", "TokenizerConfig", "UserError", "collate", "load_multi30k", "prepare_data", "train_tokenizer",
+    "Tokenizer", "TokenizerConfig", "collate", "load_multi30k", "prepare_data", "train_tokenizer",
 ]

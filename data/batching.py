@@ -6,8 +6,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import Sampler
 
-from data.errors import UserError
 from data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from utils.errors import UserError
 
 
 class TokenBucketSampler(Sampler[list[int]]):

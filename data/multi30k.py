@@ -12,7 +12,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, DownloadManager
 
-from data.errors import UserError
+from utils.errors import UserError
 
 log = logging.getLogger(__name__)
 

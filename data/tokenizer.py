@@ -15,7 +15,9 @@ from typing import Iterable
 
 import sentencepiece as spm
 
-from data.errors import UserError
+from utils.errors import UserError
+from utils.files import atomic_file
+
 log = logging.getLogger(__name__)
 
 PAD_ID = 0
@@ -119,13 +121,6 @@ def _train_model(sentences: list[str], cfg: TokenizerConfig) -> bytes:
     return stream.getvalue()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def train_tokenizer(src_sentences: Iterable[str], tgt_sentences: Iterable[str], cfg: TokenizerConfig,
                     cache_dir: Path) -> Tokenizer:
     """Train (or load from the cache) the tokenizer for the given training sentences.
@@ -147,6 +142,8 @@ def train_tokenizer(src_sentences: Iterable[str], tgt_sentences: Iterable[str], 
                  "joint" if cfg.joint else "separate")
         corpora = [src_sentences + tgt_sentences] if cfg.joint else [src_sentences, tgt_sentences]
         for path, corpus in zip(paths, corpora):
-            _atomic_write(path, _train_model(corpus, cfg))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_file(path, "wb") as file:
+                file.write(_train_model(corpus, cfg))
     models = [p.read_bytes() for p in paths]
     return Tokenizer(models[0], models[-1])

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import torch
 
-from data import Tokenizer, UserError
+from data import Tokenizer
 from model import Transformer, TransformerConfig
+from utils.errors import UserError
 from utils.files import atomic_file
 
 FORMAT = "minitrans"
@@ -40,14 +41,28 @@ def make_checkpoint(model: Transformer, tokenizer: Tokenizer, meta: dict, train_
     return checkpoint
 
 
-def resolve_checkpoint_path(path: str | Path, prefer: str | None = "best.pt") -> Path:
+# Where a run folder keeps them: RUN/checkpoints/step_<N>.pt (full, to resume from) and
+# RUN/checkpoints/best.pt (the best weights by validation BLEU: all translate.py needs).
+CHECKPOINTS = "checkpoints"
+BEST = "best.pt"
+
+
+def checkpoint_folder(run_dir: Path) -> Path:
+    return Path(run_dir) / CHECKPOINTS
+
+
+def step_checkpoint_path(folder: Path, step: int) -> Path:
+    return folder / f"step_{step:07d}.pt"
+
+
+def resolve_checkpoint_path(path: str | Path, prefer: str | None = BEST) -> Path:
     """A checkpoint file, or a run folder: its checkpoints/`prefer`, else (or with prefer
     None) its latest full training checkpoint."""
     path = Path(path).expanduser()
     if not path.exists():
         raise UserError(f"checkpoint {path} does not exist")
     if path.is_dir():
-        folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+        folder = checkpoint_folder(path) if checkpoint_folder(path).is_dir() else path
         if prefer is not None and (folder / prefer).is_file():
             return folder / prefer
         latest = latest_step_checkpoint(folder)

@@ -51,22 +51,20 @@ class Translator:
     @torch.no_grad()
     def search(self, src_ids: Sequence[list[int]], n_best: int = 1) -> list[list[Hypothesis]]:
         """The n_best hypotheses of each source id list, best first; an empty source gets none."""
-        was_training = self.model.training
-        self.model.eval()
         results: list[list[Hypothesis]] = [[] for _ in src_ids]
         order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start: start + self.batch_size]
-            src = pad([src_ids[i] for i in chunk]).to(self.device)
-            max_len = output_limits(self.model, src, self.max_len_ratio, self.max_len_extra)  # (B,)
-            if self.beam_size == 1:
-                found = [[h] for h in greedy_search(self.model, src, max_len, self.use_cache)]
-            else:
-                found = beam_search(self.model, src, self.beam_size, max_len, self.length_penalty, n_best,
-                                    self.use_cache)
-            for i, hypotheses in zip(chunk, found):
-                results[i] = hypotheses
-        self.model.train(was_training)
+        with self.model.evaluating():
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start: start + self.batch_size]
+                src = pad([src_ids[i] for i in chunk]).to(self.device)
+                max_len = output_limits(self.model, src, self.max_len_ratio, self.max_len_extra)  # (B,)
+                if self.beam_size == 1:
+                    found = [[h] for h in greedy_search(self.model, src, max_len, self.use_cache)]
+                else:
+                    found = beam_search(self.model, src, self.beam_size, max_len, self.length_penalty, n_best,
+                                        self.use_cache)
+                for i, hypotheses in zip(chunk, found):
+                    results[i] = hypotheses
         self.last_hypotheses = results
         return results
 

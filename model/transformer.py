@@ -1,5 +1,6 @@
 """The encoder-decoder Transformer: encode, decode (optionally step by step), forward."""
-from typing import NamedTuple
+from contextlib import contextmanager
+from typing import Iterator, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -113,6 +114,17 @@ class Transformer(nn.Module):
         with torch.no_grad():
             self.src_embedding.weight[self.cfg.pad_id].zero_()
             self.tgt_embedding.weight[self.cfg.pad_id].zero_()
+
+    @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Eval mode (no dropout) inside the block, then the mode it was in, also after an error:
+        evaluating in the middle of training must not leave dropout off."""
+        was_training = self.training
+        self.eval()
+        try:
+            yield
+        finally:
+            self.train(was_training)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -39,6 +39,14 @@ def test_the_plugin_is_registered_for_tensorboard():
     assert plugins["attention"].load() is AttentionPlugin
 
 
+def test_the_plugin_imports_where_tensorboard_runs(tmp_path):
+    """TensorBoard's process has the installed viz package, not the checkout on its path: the
+    plugin must import from there alone (found once: a module of the checkout outside viz)."""
+    result = subprocess.run([sys.executable, "-c", "import viz.attention_tab.plugin"], cwd=tmp_path,
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""}, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
 def test_runs_lists_every_evaluation_from_step_0(plugin, ci_run):
     status, body = get(plugin, "/runs")
     assert status == 200

@@ -22,8 +22,8 @@ def test_interrupted_save_leaves_previous_checkpoint_loadable(tmp_path, monkeypa
 
 
 def test_older_weights_translate_but_only_this_versions_training_state_resumes(ci_run, tmp_path):
-    from data import UserError
     from inference.checkpoint import WEIGHTS_SINCE, load_for_inference
+    from utils.errors import UserError
 
     checkpoint = load_checkpoint(ci_run / "checkpoints" / "step_0000240.pt")
     assert checkpoint["version"] == VERSION

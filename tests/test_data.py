@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from data import (DataConfig, SampledPairs, TokenBucketSampler, TokenizerConfig, UserError, collate, load_multi30k,
-                  prepare_data)
+from data import (BOS_ID, EOS_ID, PAD_ID, DataConfig, SampledPairs, TokenBucketSampler, TokenizerConfig, collate,
+                  load_multi30k, prepare_data)
 from data.subword_sampling import SegmentationSampler
 from data.tokenizer import train_tokenizer
-from data import BOS_ID, EOS_ID, PAD_ID
+from utils.errors import UserError
 
 
 def test_real_multi30k_sizes_and_first_pairs(multi30k):
@@ -86,7 +86,8 @@ def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(multi30k_d
     prepared = prepare_data(cfg)
     train = prepared.text["train"]
     assert seen == [list(train["src"]) + list(train["tgt"])]  # one joint model, of exactly these
-    held_out = {s for split in ("val", "test_2016_flickr") for side in ("src", "tgt") for s in prepared.text[split][side]}
+    held_out = {s for split in ("val", "test_2016_flickr") for side in ("src", "tgt")
+                for s in prepared.text[split][side]}
     assert held_out and not held_out & set(seen[0])
 
 

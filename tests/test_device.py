@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from data import UserError
 from utils import device as device_module
 from utils.device import choose_precision, pick_device
+from utils.errors import UserError
 
 CPU = torch.device("cpu")
 

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 import training.trainer
-from data import UserError
 from inference.checkpoint import load_checkpoint
 from inference.translator import Translator
 from model import Transformer
 from train import continue_command
 from training.run import train
+from utils.errors import UserError
 from viz.attention_store import steps
 
 from helpers import ROOT, assert_same_training, compose_config, run_train, scalars
@@ -111,7 +111,8 @@ def test_a_higher_max_minutes_extends_a_run_that_ended(multi30k_dir, tmp_path, m
     cfg, results = linear_budget_run(FakeClock(per_step=1.0), 2, tmp_path, monkeypatch, caplog)  # the same folder
     # 30 s spent at 1 s a step, 90 s of budget now: planned anew to step 90, on the line from
     # the peak at the end of warmup (step 5) to the floor there, and then trained to it
-    assert "resumed from" in caplog.text and "train.max_minutes was 1.0 in the checkpoint; this run's 2.0" in caplog.text
+    assert "resumed from" in caplog.text
+    assert "train.max_minutes was 1.0 in the checkpoint; this run's 2.0" in caplog.text
     assert "schedule planned anew at step 30: the learning rate decays linearly to 0 x peak at step 90" in caplog.text
     assert results["steps"] == 90
     lr = {e.step: e.value / cfg.train.lr for e in scalars(tmp_path).Scalars("train/lr")}
@@ -275,7 +276,8 @@ def test_resume_mid_epoch_with_other_batches_is_refused(first_run, tmp_path):
     (["experiment=ci", "train.resume=runs/a"], False, "python train.py experiment=ci train.resume=runs/a"),
     (["experiment=ci", "train.resume=runs/a"], True, "python train.py experiment=ci"),
     (["train.init_from=runs/a"], False, "python train.py train.init_from=runs/a"),
-    (["train.attention_sentences=['Ein Hund.']"], True, "python train.py 'train.attention_sentences=['\"'\"'Ein Hund.'\"'\"']'"),
+    (["train.attention_sentences=['Ein Hund.']"], True,
+     "python train.py 'train.attention_sentences=['\"'\"'Ein Hund.'\"'\"']'"),
 ])
 def test_the_continue_command(tmp_path, overrides, has_checkpoint, expected):
     """From Hydra's record of the job's overrides (a multirun job's own values, no -m); resume

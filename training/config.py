@@ -9,8 +9,9 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from data import DataConfig, UserError
+from data import DataConfig
 from model import TransformerConfig
+from utils.errors import UserError
 
 
 @dataclass

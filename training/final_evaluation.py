@@ -5,7 +5,7 @@ import logging
 import sys
 
 from analysis.head_importance import head_importance, importance_table, log_head_importance
-from inference.checkpoint import average_checkpoints, load_checkpoint, step_checkpoints
+from inference.checkpoint import BEST, average_checkpoints, load_checkpoint, step_checkpoints
 from inference.scoring import score_translations
 from training.config import RunConfig
 from training.trainer import Trainer
@@ -45,9 +45,9 @@ def finish(trainer: Trainer) -> dict:
     if cfg.average_last > 1:
         paths = step_checkpoints(trainer.ckpt_dir)[-cfg.average_last:]
         trainer.model.load_state_dict(average_checkpoints(paths))
-        averaged_bleu = trainer.evaluate()  # saves best.pt itself when the average wins
+        averaged_bleu = trainer.evaluate()  # saves the best checkpoint itself when the average wins
         log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
-    trainer.model.load_state_dict(load_checkpoint(trainer.ckpt_dir / "best.pt")["model"])
+    trainer.model.load_state_dict(load_checkpoint(trainer.ckpt_dir / BEST)["model"])
 
     sampler = trainer.batches.sampler
     batches_per_epoch = len(sampler) + sampler.start

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from data import UserError
 from training.config import TrainConfig
+from utils.errors import UserError
 
 # where training starts from, not how it trains: differs between the first session and a resumed one
 NOT_SETTINGS = {"resume", "init_from"}

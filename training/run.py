@@ -15,14 +15,15 @@ import torch
 from omegaconf import DictConfig
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from data import Tokenizer, UserError, prepare_data
-from inference.checkpoint import latest_step_checkpoint, resolve_checkpoint_path
+from data import Tokenizer, prepare_data
+from inference.checkpoint import checkpoint_folder, latest_step_checkpoint, resolve_checkpoint_path
 from model import TransformerConfig
 from training.config import RunConfig, TrainConfig, to_run_config
 from training.distributed import Distributed
 from training.final_evaluation import finish
 from training.trainer import Trainer
 from utils.device import choose_precision, pick_device
+from utils.errors import UserError
 
 log = logging.getLogger("train")
 
@@ -46,7 +47,7 @@ def start(trainer: Trainer, cfg: TrainConfig, run_dir: Path) -> None:
     """Where training starts from. The run folder's own newest checkpoint comes first (the
     same command continues an interrupted run, whatever else it says); else `train.resume`
     continues another run here; else `train.init_from` starts a new run from its weights."""
-    own = latest_step_checkpoint(run_dir / "checkpoints")
+    own = latest_step_checkpoint(checkpoint_folder(run_dir))
     if own is not None:
         trainer.resume(own)
     elif cfg.resume:

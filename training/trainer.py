@@ -20,9 +20,9 @@ from omegaconf import OmegaConf
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
-from data import Batch, PreparedData, SampledPairs, UserError
-from inference.checkpoint import (atomic_save, latest_step_checkpoint, load_checkpoint, load_weights, make_checkpoint,
-                                  step_checkpoints)
+from data import Batch, PreparedData, SampledPairs
+from inference.checkpoint import (BEST, atomic_save, checkpoint_folder, latest_step_checkpoint, load_checkpoint,
+                                  load_weights, make_checkpoint, step_checkpoint_path, step_checkpoints)
 from model import Transformer, TransformerConfig
 from training.config import RunConfig
 from training.distributed import Distributed
@@ -33,6 +33,7 @@ from training.resume import SCHEDULE_SETTINGS, changed_settings, check_data_posi
 from training.schedule import Schedule
 from training.step import train_step
 from training.validation import Validation
+from utils.errors import UserError
 
 log = logging.getLogger("train")
 
@@ -58,7 +59,7 @@ class Trainer:
                  device: torch.device, ddp: Distributed, clock: Callable[[], float] = time.monotonic) -> None:
         self.run, self.cfg, self.run_dir = run, run.train, run_dir
         self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
-        self.ckpt_dir = run_dir / "checkpoints"
+        self.ckpt_dir = checkpoint_folder(run_dir)
         torch.manual_seed(run.seed)  # the same initial weights on every rank
         self.model = Transformer(model_cfg).to(device)
         if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
@@ -96,7 +97,7 @@ class Trainer:
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         ranks_rng = self.ddp.gather(rng)
-        path = self.ckpt_dir / f"step_{self.progress.step:07d}.pt"
+        path = step_checkpoint_path(self.ckpt_dir, self.progress.step)
         if self.ddp.is_main:
             state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.schedule.state_dict(),
                      "progress": dataclasses.asdict(self.progress), "rng": ranks_rng}
@@ -147,7 +148,7 @@ class Trainer:
             torch.manual_seed(self.ddp.rank_seed(self.run.seed) + self.progress.step)
             log.warning("%s was written by %d process(es), this run has %d: dropout masks will differ from an "
                         "uninterrupted run", path, len(state["rng"]), self.ddp.world_size)
-        best, own_best = path.parent / "best.pt", self.ckpt_dir / "best.pt"
+        best, own_best = path.parent / BEST, self.ckpt_dir / BEST
         if best.resolve() != own_best.resolve():  # continuing another folder's run here
             # its best weights come along if they are from this point of the run or before
             if best.is_file() and load_checkpoint(best)["meta"].get("step", math.inf) <= self.progress.step:
@@ -198,7 +199,7 @@ class Trainer:
         if improved:
             self.progress.best_bleu = bleu
             atomic_save(make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
-                        self.ckpt_dir / "best.pt")
+                        self.ckpt_dir / BEST)
         log.info("step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs (head statistics logged in %.1fs)", step,
                  val_nll, val_ppl, bleu, " (best)" if improved else "", time.time() - started, heads_seconds)
         return bleu

@@ -10,12 +10,13 @@ from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
 from analysis.head_stats import HeadStatistics, log_head_statistics, scalar_layout
-from data import Batch, PreparedData, UserError
+from data import Batch, PreparedData
 from inference.scoring import score_translations
 from inference.translator import Translator
 from model import AttentionMaps, Transformer
 from training.config import TrainConfig
 from training.loaders import token_batches
+from utils.errors import UserError
 from viz.attention import collect_attention, log_to_tensorboard
 from viz.attention_store import write_step
 
@@ -29,19 +30,17 @@ def validation_loss(model: Transformer, loader: DataLoader, device: torch.device
 
     `on_attention`, if given, receives each batch with the attention maps of its forward pass
     (per-head statistics come from the same pass as the loss)."""
-    was_training = model.training
-    model.eval()
     total_nll, total_tokens = 0.0, 0
-    for batch in loader:
-        batch = batch.to(device)
-        with autocast():
-            summed_nll, attention = model(batch.src, batch.tgt_in, return_attention=on_attention is not None,
-                                          targets=batch.tgt_out)
-        if on_attention is not None:
-            on_attention(batch, attention)
-        total_nll += summed_nll.item()
-        total_tokens += batch.n_tgt_tokens
-    model.train(was_training)
+    with model.evaluating():
+        for batch in loader:
+            batch = batch.to(device)
+            with autocast():
+                summed_nll, attention = model(batch.src, batch.tgt_in, return_attention=on_attention is not None,
+                                              targets=batch.tgt_out)
+            if on_attention is not None:
+                on_attention(batch, attention)
+            total_nll += summed_nll.item()
+            total_tokens += batch.n_tgt_tokens
     nll = total_nll / max(total_tokens, 1)
     return nll, math.exp(min(nll, 50.0))
 

@@ -1,7 +1,7 @@
 """Which device a run or a translation uses."""
 import torch
 
-from data import UserError
+from utils.errors import UserError
 
 
 def pick_device(name: str, option: str, local_rank: int = 0) -> torch.device:

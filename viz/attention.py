@@ -58,14 +58,12 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
     All sentences go through the model as one padded batch; each map is then cut to its
     sentence's real length, which drops only padding rows and columns.
     """
-    was_training = model.training
-    model.eval()
     limit = model.cfg.max_len
     src_ids = [ids[:limit] for ids in tokenizer.encode_src(sentences)]
     tgt_in_ids = [[model.cfg.bos_id, *ids][:limit] for ids in translations]
     device = next(model.parameters()).device
-    _, attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True)
-    model.train(was_training)
+    with model.evaluating():
+        _, attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True)
 
     result = []
     for i, sentence in enumerate(sentences):

@@ -42,6 +42,8 @@ def write_step(run_dir: Path, step: int, attentions) -> Path:
                 arrays[f"{probe}/{kind}/{layer}"] = np.asarray(weights, dtype=np.float16)
     path = step_path(run_dir, step)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # its own rename, not utils/files.py: TensorBoard's process imports this module from the
+    # installed viz package alone
     partial = path.with_name(path.name + ".partial")
     with open(partial, "wb") as file:  # a file object: savez would append .npz to a name
         np.savez_compressed(file, sentences=np.array(json.dumps(sentences)), **arrays)

@@ -2,9 +2,9 @@
 
 A checkpoint holds the settings it was trained with (meta["config"]). A resumed run takes
 this run's settings, saying in the log which differ; a raised limit extends the run (see
-training/schedule.py). What the saved data position counts in (batches of one size, shared out
-among a number of processes) must not change mid-epoch: the same position would then name
-other batches, training some twice and skipping others.
+training/schedule.py). What the saved data position counts in (batches of one size, shared
+out among a number of processes) must not change mid-epoch: the same position would then
+name other batches, training some twice and skipping others.
 """
 import dataclasses
 from pathlib import Path

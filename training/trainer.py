@@ -1,8 +1,8 @@
 """The training loop: steps, validation, attention maps, checkpoints.
 
 `Trainer` holds a run's moving parts and `fit` trains until a limit is reached;
-training/final_evaluation.py then evaluates the best weights on the test sets. training/run.py builds both
-from a config.
+training/final_evaluation.py then evaluates the best weights on the test sets;
+training/run.py builds both from a config.
 """
 import dataclasses
 import logging

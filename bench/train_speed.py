@@ -16,6 +16,7 @@ requirements.txt, a system tcmalloc) gets its own child process of this script. 
 bench/results/train_speed.json with the commit it was measured on.
 """
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -36,6 +37,7 @@ from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, collat
 from model import Transformer, TransformerConfig  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
+from training.config import compose_config, to_run_config  # noqa: E402
 from training.step import train_step  # noqa: E402
 from utils.device import cpu_description, native_bf16  # noqa: E402
 from utils.errors import UserError
@@ -123,11 +125,9 @@ def load_batches(max_tokens: int, count: int, vocab_size: int) -> list:
 def measure(args: argparse.Namespace) -> dict:
     """Both models, each precision, under the allocator this process was started with."""
     torch.set_num_threads(args.threads)
-    import yaml  # a dependency of Hydra; the shape files are plain YAML
-    shape = yaml.safe_load((ROOT / "conf" / "model" / f"{args.model}.yaml").read_text())
-    recipe_data = yaml.safe_load((ROOT / "conf" / "data" / "multi30k.yaml").read_text())
-    vocab_size = args.vocab_size or recipe_data["tokenizer"]["vocab_size"]
-    cfg = TransformerConfig(**shape, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size)
+    recipe = to_run_config(compose_config(f"model={args.model}"))
+    vocab_size = args.vocab_size or recipe.data.tokenizer.vocab_size
+    cfg = dataclasses.replace(recipe.model, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size)
     batches = load_batches(args.max_tokens, args.steps, cfg.src_vocab_size)
     flops = sum(step_flops(cfg, b.src, b.tgt_in) for b in batches)
     tokens = sum(b.n_tgt_tokens for b in batches)

@@ -5,14 +5,13 @@ import sys
 from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from inference.checkpoint import load_checkpoint
-from training.config import register_configs
+from training.config import CONF_DIR, compose_config, register_configs
 
 ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf"
+CONF = CONF_DIR
 register_configs()
 
 
@@ -22,12 +21,6 @@ def run_train(run_dir: Path, *overrides: str, check=True, **kwargs) -> subproces
     if check and result.returncode != 0:
         raise AssertionError(f"train.py failed ({result.returncode}):\n{result.stderr[-3000:]}")
     return result
-
-
-def compose_config(*overrides: str):
-    """The config train.py would compose from these overrides."""
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
 
 
 def scalars(run_dir: Path) -> EventAccumulator:

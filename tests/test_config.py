@@ -6,33 +6,10 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 
-from training.config import to_run_config
+from model import TransformerConfig
+from training.config import RunConfig, to_run_config
 
 from helpers import CONF, compose_config, run_train
-
-
-@pytest.mark.parametrize("experiment", [None, "ci", "proxy"])
-@pytest.mark.parametrize("model", ["tiny", "compact", "small", "base"])
-def test_every_config_composes_to_the_values_its_files_give(experiment, model):
-    overrides = [f"model={model}"] + ([f"experiment={experiment}"] if experiment else [])
-    run = to_run_config(compose_config(*overrides))
-    experiment_file = yaml.safe_load((CONF / "experiment" / f"{experiment}.yaml").read_text()) if experiment else {}
-    shape = yaml.safe_load((CONF / "model" / f"{model}.yaml").read_text())
-    assert {key: getattr(run.model, key) for key in shape} == shape  # the model group's file, whole
-    train = yaml.safe_load((CONF / "train" / "default.yaml").read_text())
-    train.update(experiment_file.get("train", {}))
-    for key, value in experiment_file.get("data", {}).items():
-        if not isinstance(value, dict):
-            assert getattr(run.data, key) == value
-    assert {key: getattr(run.train, key) for key in train} == train
-
-
-def test_the_default_run_is_the_one_hour_recipe():
-    run = to_run_config(compose_config())
-    assert run.model.d_model == 128 and run.model.n_encoder_layers == 4  # model=compact
-    assert (run.train.max_minutes, run.train.precision, run.train.schedule) == (60, "auto", "linear")
-    overridden = to_run_config(compose_config("experiment=ci", "train.precision=bf16"))
-    assert overridden.train.precision == "bf16" and overridden.model.d_model == 64
 
 
 def leaves(tree: dict, prefix: str = "") -> dict:
@@ -41,6 +18,50 @@ def leaves(tree: dict, prefix: str = "") -> dict:
     for key, value in tree.items():
         out.update(leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
     return out
+
+
+SCHEMA_DEFAULTS = leaves(OmegaConf.to_container(OmegaConf.structured(RunConfig)))
+
+
+def group_file(group: str, option: str) -> dict:
+    return yaml.safe_load((CONF / group / f"{option}.yaml").read_text()) or {}
+
+
+@pytest.mark.parametrize("experiment", [None, "ci", "proxy"])
+@pytest.mark.parametrize("model", ["tiny", "compact", "small", "base"])
+def test_every_config_composes_to_the_schema_defaults_and_what_its_files_change(experiment, model):
+    overrides = [f"model={model}"] + ([f"experiment={experiment}"] if experiment else [])
+    composed = leaves(OmegaConf.to_container(OmegaConf.structured(to_run_config(compose_config(*overrides)))))
+    expected = dict(SCHEMA_DEFAULTS)
+    expected.update({f"model.{key}": value for key, value in leaves(group_file("model", model)).items()})
+    if experiment:
+        experiment_file = group_file("experiment", experiment)
+        expected.update(leaves({k: v for k, v in experiment_file.items() if k != "defaults"}))
+    assert composed == expected
+
+
+@pytest.mark.parametrize("path", sorted(p for group in ("model", "data") for p in (CONF / group).glob("*.yaml")),
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_group_options_set_only_what_differs_from_the_schema(path):
+    """Every default lives in the schema's dataclasses alone: an option that repeated one would be
+    a second copy that could drift from it."""
+    for key, value in leaves(yaml.safe_load(path.read_text()) or {}).items():
+        default = SCHEMA_DEFAULTS[f"{path.parent.name}.{key}"]
+        assert value != default, f"{path.name} sets {key} to {value!r}, the schema's default"
+
+
+def test_the_default_run_is_the_one_hour_recipe():
+    run = to_run_config(compose_config())
+    assert run.model == TransformerConfig()  # model=compact is the model's defaults
+    assert run.model.d_model == 128 and run.model.n_encoder_layers == 4
+    assert (run.train.max_minutes, run.train.precision, run.train.schedule) == (60, "auto", "linear")
+    overridden = to_run_config(compose_config("experiment=ci", "train.precision=bf16"))
+    assert overridden.train.precision == "bf16" and overridden.model.d_model == 64
+
+
+def test_hydra_settings_live_in_their_group():
+    hydra = compose_config(return_hydra_config=True).hydra
+    assert hydra.run.dir.startswith("runs/") and hydra.job.chdir is False
 
 
 @pytest.mark.parametrize("path", sorted((CONF / "experiment").glob("*.yaml")), ids=lambda p: p.stem)

@@ -1,9 +1,10 @@
 """minitrans model: a from-scratch encoder-decoder Transformer."""
 from model.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from model.config import TransformerConfig
-from model.transformer import AttentionMaps, DecoderCache, Transformer
+from model.transformer import AttentionMaps, DecoderCache, DecoderOutput, Transformer, TransformerOutput
 
 __all__ = [
-    "AttentionMaps", "DecoderCache", "KVCache", "MultiHeadAttention", "Transformer", "TransformerConfig",
+    "AttentionMaps", "DecoderCache", "DecoderOutput", "KVCache", "MultiHeadAttention", "Transformer",
+    "TransformerConfig", "TransformerOutput",
     "scaled_dot_product_attention",
 ]

@@ -22,6 +22,23 @@ class AttentionMaps(NamedTuple):
     cross: list[Tensor]  # (B, H, T, S): target queries over source keys
 
 
+class DecoderOutput(NamedTuple):
+    """The decoder stack's result for the positions given, before the output layer."""
+
+    states: Tensor  # (B, T, d_model), final-normed
+    self_attention: list[Tensor]  # per layer (B, H, T, T_total)
+    cross_attention: list[Tensor]  # per layer (B, H, T, S)
+
+
+class TransformerOutput(NamedTuple):
+    """What a teacher-forced forward pass returns, always these three, each always meaning the
+    same (nanoGPT returns `(logits, loss)` likewise)."""
+
+    logits: Tensor | None  # (B, T, tgt_vocab_size); None when the loss was asked for (see forward)
+    loss: Tensor | None  # scalar: summed cross-entropy of the non-pad targets; None without targets
+    attention: AttentionMaps | None  # on request
+
+
 class DecoderCache:
     """Per-layer key/value caches for decoding one position at a time."""
 
@@ -172,27 +189,16 @@ class Transformer(nn.Module):
         memory, weights = self.encoder(x, src_mask)
         return memory, src_mask, weights
 
-    def decode(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        src_mask: Tensor,
-        cache: DecoderCache | None = None,
-        logits: bool = True,
-    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """Next-token logits for each target position.
+    def decoder_states(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor,
+                       cache: DecoderCache | None = None) -> DecoderOutput:
+        """The decoder's final states for each target position, before the output layer
+        (training's loss starts from them: model/output_loss.py).
 
         Args:
             tgt_in: (B, T) decoder input ids (bos + target prefix). With a cache, only the
                 new positions, usually T = 1; earlier positions come from the cache.
             memory: (B, S, d_model) encoder output; src_mask: (B, 1, 1, S).
             cache: updated in place with the keys/values of the new positions.
-            logits: False returns the decoder's final states (B, T, d_model) instead, before
-                the output layer (training's loss starts from them: model/output_loss.py).
-
-        Returns:
-            logits (B, T, tgt_vocab_size), decoder self-attention weights per layer
-            (B, H, T, T_total) and cross-attention weights per layer (B, H, T, S).
         """
         offset = len(cache) if cache is not None else 0
         # Without a cache: causal + padding mask. With one, the new positions are the last
@@ -205,26 +211,37 @@ class Transformer(nn.Module):
         else:
             tgt_mask = None
         x = self.embedding_dropout(self.positional(self.tgt_embedding(tgt_in), offset))
-        states, self_weights, cross_weights = self.decoder(x, memory, src_mask, tgt_mask, cache)
-        return (self.output_proj(states) if logits else states), self_weights, cross_weights
+        return DecoderOutput(*self.decoder(x, memory, src_mask, tgt_mask, cache))
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor,
+               cache: DecoderCache | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Next-token logits for each target position: `decoder_states` through the output layer.
+
+        Returns:
+            logits (B, T, tgt_vocab_size), decoder self-attention weights per layer
+            (B, H, T, T_total) and cross-attention weights per layer (B, H, T, S).
+        """
+        states, self_weights, cross_weights = self.decoder_states(tgt_in, memory, src_mask, cache)
+        return self.output_proj(states), self_weights, cross_weights
 
     def new_cache(self) -> DecoderCache:
         return DecoderCache(self.cfg.n_decoder_layers)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool = False, targets: Tensor | None = None,
-                label_smoothing: float = 0.0) -> tuple[Tensor, AttentionMaps | None]:
-        """Teacher-forced logits (B, T, tgt_vocab_size) and, on request, all attention maps.
+    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor | None = None, label_smoothing: float = 0.0,
+                return_attention: bool = False) -> TransformerOutput:
+        """Teacher-forced pass over (B, S) source and (B, T) decoder input ids.
 
-        Given `targets` (B, T), the first value is instead the cross-entropy (label-smoothed
-        by `label_smoothing`) summed over the targets that are not padding, a scalar: training
-        needs only that, and model/output_loss.py computes it without ever holding the
-        (B, T, tgt_vocab_size) logits and their gradient side by side.
+        Without `targets`: the logits (B, T, tgt_vocab_size). With `targets` (B, T): the
+        cross-entropy (label-smoothed by `label_smoothing`) summed over the targets that are
+        not padding, and no logits: training needs only the loss, and model/output_loss.py
+        computes it without ever holding the (B, T, tgt_vocab_size) logits and their gradient
+        side by side. All attention maps on request.
         """
         memory, src_mask, enc_weights = self.encode(src)
-        states, self_weights, cross_weights = self.decode(tgt_in, memory, src_mask, logits=False)
+        states, self_weights, cross_weights = self.decoder_states(tgt_in, memory, src_mask)
         attention = AttentionMaps(enc_weights, self_weights, cross_weights) if return_attention else None
         if targets is None:
-            return self.output_proj(states), attention
+            return TransformerOutput(self.output_proj(states), None, attention)
         real = targets != self.cfg.pad_id  # (B, T); padded positions are left out, not masked
         loss = output_cross_entropy(states[real], self.output_proj.weight, targets[real], label_smoothing)
-        return loss, attention
+        return TransformerOutput(None, loss, attention)

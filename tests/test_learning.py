@@ -36,7 +36,7 @@ def test_tiny_model_learns_to_reverse_sequences():
     train_gen = torch.Generator().manual_seed(1)
     for step in range(800):
         src, tgt_in, tgt_out = reversal_batch(64, train_gen)
-        logits, _ = model(src, tgt_in)
+        logits = model(src, tgt_in).logits
         loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID)
         optimizer.zero_grad()
         loss.backward()

@@ -15,15 +15,38 @@ def make_model(cfg, seed=0):
     return Transformer(cfg).eval()
 
 
+def test_forward_returns_logits_loss_and_attention_in_fixed_places(tiny_config):
+    model = make_model(tiny_config)
+    src, tgt_in, targets = torch.randint(4, 50, (2, 8)), torch.randint(4, 50, (2, 6)), torch.randint(4, 50, (2, 6))
+    targets[1, 4:] = PAD_ID
+    scored = model(src, tgt_in)
+    assert scored.loss is None and scored.attention is None
+    trained = model(src, tgt_in, targets=targets, return_attention=True)
+    assert trained.logits is None and len(trained.attention.cross) == tiny_config.n_decoder_layers
+    real = targets != PAD_ID
+    expected = torch.nn.functional.cross_entropy(scored.logits[real], targets[real], reduction="sum")
+    torch.testing.assert_close(trained.loss, expected)
+
+
+def test_decode_is_the_decoder_states_through_the_output_layer_as_forward_computes_them(tiny_config):
+    model = make_model(tiny_config)
+    src, tgt_in = torch.randint(4, 50, (2, 8)), torch.randint(4, 50, (2, 5))
+    memory, src_mask, _ = model.encode(src)
+    states = model.decoder_states(tgt_in, memory, src_mask).states  # (B, T, d_model)
+    logits = model.decode(tgt_in, memory, src_mask)[0]
+    torch.testing.assert_close(logits, model.output_proj(states))
+    torch.testing.assert_close(logits, model(src, tgt_in).logits)
+
+
 def test_decoder_is_causal(tiny_config):
     model = make_model(tiny_config)
     src = torch.randint(4, 50, (2, 8))
     tgt = torch.randint(4, 50, (2, 10))
-    logits, _ = model(src, tgt)
+    logits = model(src, tgt).logits
     for t in range(10):
         changed = tgt.clone()
         changed[:, t + 1:] = torch.randint(4, 50, changed[:, t + 1:].shape)
-        changed_logits, _ = model(src, changed)
+        changed_logits = model(src, changed).logits
         torch.testing.assert_close(changed_logits[:, : t + 1], logits[:, : t + 1], rtol=0, atol=1e-5)
         if t < 9:
             assert not torch.allclose(changed_logits[:, t + 1:], logits[:, t + 1:])
@@ -33,9 +56,9 @@ def test_source_padding_does_not_change_outputs(tiny_config):
     model = make_model(tiny_config)
     src = torch.randint(4, 50, (1, 6))
     tgt = torch.randint(4, 50, (1, 5))
-    logits, _ = model(src, tgt)
+    logits = model(src, tgt).logits
     padded = torch.cat([src, torch.full((1, 4), PAD_ID)], dim=1)
-    padded_logits, attn = model(padded, tgt, return_attention=True)
+    padded_logits, _, attn = model(padded, tgt, return_attention=True)
     torch.testing.assert_close(padded_logits, logits, rtol=0, atol=1e-5)
     # padding columns get exactly zero weight in every layer of both kinds that see the source
     for w in attn.encoder_self + attn.cross:
@@ -46,8 +69,8 @@ def test_target_padding_does_not_change_real_positions(tiny_config):
     model = make_model(tiny_config)
     src = torch.randint(4, 50, (1, 6))
     tgt = torch.randint(4, 50, (1, 5))
-    logits, _ = model(src, tgt)
-    padded_logits, _ = model(src, torch.cat([tgt, torch.full((1, 3), PAD_ID)], dim=1))
+    logits = model(src, tgt).logits
+    padded_logits = model(src, torch.cat([tgt, torch.full((1, 3), PAD_ID)], dim=1)).logits
     torch.testing.assert_close(padded_logits[:, :5], logits, rtol=0, atol=1e-5)
 
 
@@ -55,7 +78,7 @@ def test_attention_maps_are_distributions_of_the_right_shape(tiny_config):
     model = make_model(tiny_config)
     src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 4))
     src[1, 5:] = PAD_ID
-    _, attn = model(src, tgt, return_attention=True)
+    attn = model(src, tgt, return_attention=True).attention
     assert len(attn.encoder_self) == tiny_config.n_encoder_layers
     assert len(attn.decoder_self) == len(attn.cross) == tiny_config.n_decoder_layers
     for w in attn.encoder_self + attn.decoder_self + attn.cross:
@@ -73,7 +96,7 @@ def test_cached_decoding_equals_full_forward(tiny_config, norm_first):
     src = torch.randint(4, 50, (3, 9))
     src[2, 6:] = PAD_ID
     tgt = torch.cat([torch.full((3, 1), BOS_ID), torch.randint(4, 50, (3, 7))], dim=1)
-    full_logits, _ = model(src, tgt)
+    full_logits = model(src, tgt).logits
     memory, src_mask, _ = model.encode(src)
     cache = model.new_cache()
     step_logits = []
@@ -98,7 +121,7 @@ def test_cache_reorder_follows_batch_rows(tiny_config):
     index = torch.tensor([2, 0])
     cache.reorder(index)
     logits, _, _ = model.decode(tgt[index, 3:], memory[index], src_mask[index], cache)
-    full, _ = model(src[index], tgt[index])
+    full = model(src[index], tgt[index]).logits
     torch.testing.assert_close(logits[:, 0], full[:, 3], rtol=1e-5, atol=1e-5)
 
 
@@ -110,7 +133,7 @@ def test_every_parameter_gets_a_gradient(tiny_config, variant):
     cfg = dataclasses.replace(tiny_config, **variant)
     model = make_model(cfg).train()
     src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
-    logits, _ = model(src, tgt)
+    logits = model(src, tgt).logits
     logits.logsumexp(-1).sum().backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, f"{name} got no gradient"
@@ -140,10 +163,10 @@ def test_masking_no_head_changes_nothing(tiny_config):
     torch.manual_seed(0)
     model = Transformer(tiny_config).eval()
     src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
-    before, _ = model(src, tgt)
+    before = model(src, tgt).logits
     model.mask_heads([("cross", 1, 2)])
     model.mask_heads([])  # restores every head
-    after, _ = model(src, tgt)
+    after = model(src, tgt).logits
     assert torch.equal(before, after)
     assert all(m.head_gate is None for kind in model.attention_modules().values() for m in kind)
 
@@ -154,9 +177,9 @@ def test_a_masked_head_contributes_exactly_nothing(tiny_config):
     torch.manual_seed(0)
     model = Transformer(tiny_config).eval()
     src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
-    unmasked, _ = model(src, tgt)
+    unmasked = model(src, tgt).logits
     model.mask_heads([("cross", 1, 2)])
-    masked, attention = model(src, tgt, return_attention=True)
+    masked, _, attention = model(src, tgt, return_attention=True)
     assert not torch.equal(unmasked, masked)
     assert torch.count_nonzero(attention.cross[0][:, 1]) == 0  # (B, H, T, S): head 2 is all zeros
     assert torch.count_nonzero(attention.cross[0][:, 0]) > 0
@@ -164,7 +187,7 @@ def test_a_masked_head_contributes_exactly_nothing(tiny_config):
     d, d_head = tiny_config.d_model, tiny_config.d_model // tiny_config.n_heads
     with torch.no_grad():  # W_V rows of head 2 (in_proj stacks W_Q, W_K, W_V)
         module.in_proj.weight[2 * d + d_head: 2 * d + 2 * d_head] += torch.randn(d_head, d)
-    changed, _ = model(src, tgt)
+    changed = model(src, tgt).logits
     assert torch.equal(masked, changed)
 
 

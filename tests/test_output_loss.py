@@ -65,9 +65,9 @@ def test_the_models_training_loss_is_cross_entropy_over_its_logits_ignoring_padd
     def run(fused: bool):
         model.zero_grad()
         if fused:
-            loss, _ = model(src, tgt_in, targets=targets, label_smoothing=0.1)
+            loss = model(src, tgt_in, targets=targets, label_smoothing=0.1).loss
         else:
-            logits, _ = model(src, tgt_in)
+            logits = model(src, tgt_in).logits
             loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad, label_smoothing=0.1,
                                    reduction="sum")
         loss.backward()

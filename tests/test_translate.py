@@ -48,7 +48,7 @@ def test_beam_scores_are_the_models_log_probabilities(trained, test_sources):
     best = [hyps[0] for hyps in beam_search(model, src, beam_size=3, max_len=40)]
     for row, hyp in enumerate(best):
         tgt = torch.tensor([[2, *hyp.tokens]])
-        logits, _ = model(src[row: row + 1, : int((src[row] != 0).sum())], tgt)
+        logits = model(src[row: row + 1, : int((src[row] != 0).sum())], tgt).logits
         log_probs = logits.log_softmax(-1)[0]
         gold = torch.tensor([*hyp.tokens, 3])
         assert log_probs.gather(1, gold[:, None]).sum().item() == pytest.approx(hyp.log_prob, abs=1e-3)

@@ -30,7 +30,7 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, label_smoothi
     Args:
         model: the model, or its DistributedDataParallel wrapper (gradients are then
             all-reduced once, after the last batch). Called as `model(src, tgt_in,
-            targets=tgt_out, label_smoothing=...)`, it returns the loss summed over the
+            targets=tgt_out, label_smoothing=...).loss`, the loss summed over the
             real target tokens (Transformer.forward).
         normalizer: what the summed loss is divided by, e.g. the step's target tokens, so
             that every token weighs the same whatever batch it came in.
@@ -44,7 +44,7 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, label_smoothi
         last = i == len(batches) - 1
         with nullcontext() if last or not isinstance(model, DistributedDataParallel) else model.no_sync():
             with autocast():
-                summed_loss, _ = model(batch.src, batch.tgt_in, targets=batch.tgt_out, label_smoothing=label_smoothing)
+                summed_loss = model(batch.src, batch.tgt_in, targets=batch.tgt_out, label_smoothing=label_smoothing).loss
             loss = summed_loss.float() / normalizer
             loss.backward()
         step_loss += loss.item()

@@ -35,8 +35,8 @@ def validation_loss(model: Transformer, loader: DataLoader, device: torch.device
         for batch in loader:
             batch = batch.to(device)
             with autocast():
-                summed_nll, attention = model(batch.src, batch.tgt_in, return_attention=on_attention is not None,
-                                              targets=batch.tgt_out)
+                _, summed_nll, attention = model(batch.src, batch.tgt_in, targets=batch.tgt_out,
+                                                 return_attention=on_attention is not None)
             if on_attention is not None:
                 on_attention(batch, attention)
             total_nll += summed_nll.item()

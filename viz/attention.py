@@ -63,7 +63,7 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
     tgt_in_ids = [[model.cfg.bos_id, *ids][:limit] for ids in translations]
     device = next(model.parameters()).device
     with model.evaluating():
-        _, attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True)
+        attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True).attention
 
     result = []
     for i, sentence in enumerate(sentences):

@@ -44,8 +44,8 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, label_smoothi
         last = i == len(batches) - 1
         with nullcontext() if last or not isinstance(model, DistributedDataParallel) else model.no_sync():
             with autocast():
-                summed_loss = model(batch.src, batch.tgt_in, targets=batch.tgt_out, label_smoothing=label_smoothing).loss
-            loss = summed_loss.float() / normalizer
+                output = model(batch.src, batch.tgt_in, targets=batch.tgt_out, label_smoothing=label_smoothing)
+            loss = output.loss.float() / normalizer
             loss.backward()
         step_loss += loss.item()
     grad_norm = torch.nn.utils.clip_grad_norm_(params, clip_grad_norm or math.inf)

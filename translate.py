@@ -14,7 +14,7 @@ import sys
 from contextlib import ExitStack, contextmanager
 from itertools import islice
 from pathlib import Path
-from typing import BinaryIO, Iterator, TextIO
+from typing import Iterator, TextIO
 
 import torch
 
@@ -24,6 +24,7 @@ from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, 
 from utils.device import pick_device
 from utils.errors import UserError
 from utils.files import atomic_file
+from utils.text import utf8_lines
 
 CHUNK = 1000  # lines translated (and written) at a time, so any input size streams through
 
@@ -83,16 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def read_lines(stream: BinaryIO, name: str) -> Iterator[str]:
-    """Lines without their newline, decoded one at a time so that an error names its line."""
-    for number, raw in enumerate(stream, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UserError(f"{name} is not valid UTF-8 (line {number})") from None
-        yield line.rstrip("\r\n")
-
-
 def run(args: argparse.Namespace) -> None:
     if args.sentences and args.input:
         raise UserError("give sentences as arguments or with -i FILE, not both")
@@ -122,9 +113,9 @@ def run(args: argparse.Namespace) -> None:
             stream = open(args.input, "rb")
         except OSError as e:
             raise UserError(f"cannot read {args.input}: {e.strerror}") from None
-        lines = read_lines(stream, str(args.input))
+        lines = utf8_lines(stream, str(args.input))
     else:
-        lines = read_lines(sys.stdin.buffer, "standard input")
+        lines = utf8_lines(sys.stdin.buffer, "standard input")
     # one line at a time for a person typing: a chunk would wait for 1000 lines or Ctrl-D
     interactive = args.interactive or (not args.sentences and not args.input and sys.stdin.isatty())
     if interactive and sys.stdin.isatty():
@@ -172,7 +163,8 @@ def translate_chunk(translator: Translator, chunk: list[str], first: int, args: 
               f"{translator.model.cfg.max_len} pieces were truncated", file=sys.stderr)
     if args.attention or args.show_attention:
         # imported here: matplotlib adds start-up time that plain translation does not need
-        from viz.attention import collect_attention, save_pngs, terminal_heatmap
+        from inference.attention import collect_attention
+        from viz.attention import save_pngs, terminal_heatmap
 
         # only sentences with source pieces have attention: a blank line, or one SentencePiece
         # normalises away (a zero-width space, a control character), has none and no figure

@@ -26,7 +26,7 @@ from torch import Tensor
 from data import Batch, Tokenizer
 from model import AttentionMaps
 
-KINDS = ("encoder_self", "decoder_self", "cross")
+KINDS = AttentionMaps._fields
 STATISTICS = {
     "encoder_self": ("entropy", "confidence", "boundary", "punctuation", "previous", "next"),
     "decoder_self": ("entropy", "confidence", "boundary", "punctuation", "previous"),

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import RESULTS, ROOT, allocators, cpu_model, training_allocator, write_result  # noqa: E402
+from bench.common import RESULTS, allocators, cpu_model, training_allocator, write_result  # noqa: E402
 from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, collate, prepare_data  # noqa: E402
 from model import Transformer, TransformerConfig  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402

@@ -13,6 +13,7 @@ from pathlib import Path
 from datasets import Dataset, DatasetDict, DownloadManager
 
 from utils.errors import UserError
+from utils.text import utf8_lines
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +45,14 @@ def _split_file(folder: Path, split: str, lang: str) -> Path | None:
 
 
 def read_lines(path: Path) -> list[str]:
-    """Lines of a gzip or plain UTF-8 text file, newline characters removed."""
+    """Lines of a gzip or plain UTF-8 text file (utils/text.py: one per "\n")."""
     try:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    except (OSError, EOFError, zlib.error) as e:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as stream:
+            return list(utf8_lines(stream, str(path)))
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise UserError(f"{path} is not a readable gzip file ({e})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise UserError(f"{path} is not valid UTF-8 (line {line}, byte {e.start})") from None
-    return text.splitlines()
+    except OSError as e:
+        raise UserError(f"cannot read {path} ({e.strerror or e})") from None
 
 
 def available_splits(folder: Path, langs: tuple[str, ...]) -> list[str]:

@@ -148,9 +148,9 @@ class Transformer(nn.Module):
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Every attention module, by kind, layers in order."""
-        return {"encoder_self": [layer.self_attn for layer in self.encoder.layers],
-                "decoder_self": [layer.self_attn for layer in self.decoder.layers],
-                "cross": [layer.cross_attn for layer in self.decoder.layers]}
+        return AttentionMaps([layer.self_attn for layer in self.encoder.layers],
+                             [layer.self_attn for layer in self.decoder.layers],
+                             [layer.cross_attn for layer in self.decoder.layers])._asdict()
 
     def mask_heads(self, heads: list[tuple[str, int, int]]) -> None:
         """Silence heads, given as (kind, layer, head) with layers and heads counted from 1,

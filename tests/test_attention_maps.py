@@ -8,7 +8,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from inference.checkpoint import load_for_inference
 from inference.translator import Translator
-from viz.attention import KINDS, attention_figure, collect_attention, save_pngs, tag
+from inference.attention import collect_attention
+from viz.attention import attention_figure, save_pngs, tag
+from viz.kinds import KINDS, axis_labels
 
 N_LAYERS, N_PROBES = 2, 3  # the tiny model of experiment=ci; attention_probes default
 
@@ -46,7 +48,7 @@ def test_weights_behind_the_figures(probe_maps):
     for att in maps:
         assert len(att.maps["cross"]) == model.cfg.n_decoder_layers
         for kind in KINDS:
-            rows, cols = att.axis_labels(kind)
+            rows, cols = axis_labels(kind, att.src_pieces, att.tgt_in_pieces, att.tgt_out_pieces)
             for weights in att.maps[kind]:
                 assert weights.shape == (model.cfg.n_heads, len(rows), len(cols))
                 # rows still sum to 1 after padding columns were cut away, so the padding

@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from viz.attention_store import KINDS, find_runs, read_step, step_path, steps, write_step
+from model import AttentionMaps
+from viz.attention_store import find_runs, read_step, step_path, steps, write_step
+from viz.kinds import KINDS
 
 
 def fake_attention(source: str, s: int, t: int, layers: int = 2, heads: int = 3, seed: int = 0) -> SimpleNamespace:
-    """A sentence's maps as viz.attention.collect_attention returns them: softmax rows, causal decoder."""
+    """A sentence's maps as inference.attention.collect_attention returns them: softmax rows, causal decoder."""
     generator = torch.Generator().manual_seed(seed)
 
     def maps(t_q: int, t_k: int, causal: bool = False) -> list[torch.Tensor]:
@@ -24,6 +26,11 @@ def fake_attention(source: str, s: int, t: int, layers: int = 2, heads: int = 3,
                            src_pieces=[f"▁s{i}" for i in range(s)], tgt_in_pieces=["<s>", *[f"▁t{i}" for i in range(t - 1)]],
                            tgt_out_pieces=[*[f"▁t{i}" for i in range(t - 1)], "</s>"],
                            maps={"encoder_self": maps(s, s), "decoder_self": maps(t, t, causal=True), "cross": maps(t, s)})
+
+
+def test_the_kinds_are_the_models_in_its_order():
+    """viz/kinds.py writes them out (TensorBoard's process has no torch); they must not drift."""
+    assert KINDS == AttentionMaps._fields
 
 
 def test_written_weights_and_sentences_are_read_back(tmp_path):

@@ -16,7 +16,8 @@ import pytest
 from tensorboard.plugins.base_plugin import TBContext
 from werkzeug.test import Client
 
-from viz.attention_store import KINDS, read_step, steps
+from viz.attention_store import read_step, steps
+from viz.kinds import KINDS
 from viz.attention_tab.plugin import AttentionPlugin
 
 N_LAYERS, N_HEADS, N_PROBES = 2, 4, 3  # the tiny model of experiment=ci; attention_probes default
@@ -51,6 +52,7 @@ def test_runs_lists_every_evaluation_from_step_0(plugin, ci_run):
     status, body = get(plugin, "/runs")
     assert status == 200
     assert body["runs"] == [{"run": ".", "steps": [0, 80, 160, 240]}]  # step 0 and every validation
+    assert [kind for kind, _ in body["kinds"]] == list(KINDS)  # the page's kind menu: viz/kinds.py
     assert plugin.is_active()
     assert not AttentionPlugin(TBContext(logdir=str(ci_run / "checkpoints"))).is_active()
 

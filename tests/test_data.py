@@ -314,8 +314,19 @@ def test_unreadable_gzip(tmp_path):
 def test_non_utf8_bytes(tmp_path):
     make_folder(tmp_path)
     write(tmp_path, "val.de.gz", [], raw=b"gut\nkaputt \xff\xfe\n")
-    with pytest.raises(UserError, match=r"val\.de\.gz is not valid UTF-8 \(line 2, byte 11\)"):
+    with pytest.raises(UserError, match=r"val\.de\.gz is not valid UTF-8 \(line 2, byte 8 of the line\)"):
         load_multi30k("de", "en", str(tmp_path))
+
+
+def test_lines_end_at_newlines_only(tmp_path):
+    """NEL, U+2028 and form feed inside sentences (str.splitlines() ends lines at each) keep the
+    pairs aligned; a CRLF file reads as an LF one."""
+    make_folder(tmp_path)
+    write(tmp_path, "val.de.gz", [], raw="ein\x85Hund\r\nzwei\u2028Katzen\r\ndrei\x0cV\u00f6gel\r\n".encode())
+    write(tmp_path, "val.en.gz", [], raw="a dog\ntwo cats\nthree birds\n".encode())
+    val = load_multi30k("de", "en", str(tmp_path))["val"]
+    assert val["src"] == ["ein\x85Hund", "zwei\u2028Katzen", "drei\x0cV\u00f6gel"]
+    assert val["tgt"] == ["a dog", "two cats", "three birds"]
 
 
 def test_missing_folder_and_bad_language(tmp_path):

@@ -232,8 +232,8 @@ def corrupt_copies(ci_run, tmp_path):
     ("other_torch", "tensor.pt is not a minitrans checkpoint"),
     ("future", "future.pt has checkpoint format version 99; this minitrans reads versions 2-3"),
     ("mismatched", "mismatched.pt: its weights do not fit the model (missing decoder.final_norm.bias)"),
-    ("non_utf8_stdin", "error: standard input is not valid UTF-8 (line 2)"),
-    ("non_utf8_file", "bad.de is not valid UTF-8 (line 2)"),
+    ("non_utf8_stdin", "error: standard input is not valid UTF-8 (line 2, byte 8 of the line)"),
+    ("non_utf8_file", "bad.de is not valid UTF-8 (line 2, byte 8 of the line)"),
     ("missing_input", "error: cannot read {tmp}/absent.de: No such file or directory"),
     ("beam_zero", "error: argument -b/--beam-size: must be at least 1, not 0 (see --help)"),
     ("nbest_over_beam", "error: --n-best 4 is larger than the beam size 2"),
@@ -293,7 +293,7 @@ def test_evaluation_helpers_give_back_training_mode(trained, multi30k):
 
     from data import TokenBucketSampler, collate
     from training.validation import validation_loss
-    from viz.attention import collect_attention
+    from inference.attention import collect_attention
 
     model, tokenizer = trained
     model.train()

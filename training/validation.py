@@ -11,13 +11,14 @@ from torch.utils.tensorboard import SummaryWriter
 
 from analysis.head_stats import HeadStatistics, log_head_statistics, scalar_layout
 from data import Batch, PreparedData
+from inference.attention import collect_attention
 from inference.scoring import score_translations
 from inference.translator import Translator
 from model import AttentionMaps, Transformer
 from training.config import TrainConfig
 from training.loaders import token_batches
 from utils.errors import UserError
-from viz.attention import collect_attention, log_to_tensorboard
+from viz.attention import log_to_tensorboard
 from viz.attention_store import write_step
 
 log = logging.getLogger("train")

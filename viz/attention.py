@@ -1,18 +1,7 @@
-"""Attention maps of a translation: collected from the model, drawn with matplotlib.
-
-For a sentence, the model translates it (greedy); with that translation as decoder input,
-one forward pass returns every layer's weights of the three kinds:
-
-    encoder_self   source pieces attending to source pieces
-    decoder_self   the piece being produced attending to the decoder input so far (causal)
-    cross          the piece being produced attending to the source pieces (the alignment)
-
-Rows are queries, columns keys. Decoder rows are labelled with the piece produced at that
-position (the translation's pieces, then </s>), so a cross-attention row reads "while
-producing this piece, the decoder looked here".
+"""Attention maps of a translation drawn: matplotlib figures for TensorBoard and PNG files, and
+shading for a terminal. The maps come from inference/attention.py; the kinds are viz/kinds.py's.
 """
 import textwrap
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -20,67 +9,11 @@ import matplotlib
 matplotlib.use("Agg")  # files and TensorBoard only: never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import Tensor  # noqa: E402
 
-from data import Tokenizer  # noqa: E402
-from data.batching import pad  # noqa: E402
-from model import Transformer  # noqa: E402
-from viz.attention_store import KINDS, axis_labels  # noqa: E402
+from inference.attention import SentenceAttention  # noqa: E402
+from viz.kinds import KINDS, TITLES, axis_labels  # noqa: E402
 
-KIND_TITLES = {"encoder_self": "encoder self-attention", "decoder_self": "decoder masked self-attention",
-               "cross": "cross-attention"}
 MAX_LABELS = 40  # more pieces than this on an axis: label every k-th one
-
-
-@dataclass
-class SentenceAttention:
-    """All attention maps of one translated sentence, trimmed to its real length."""
-
-    source: str
-    translation: str
-    reference: str | None
-    src_pieces: list[str]  # (S,)
-    tgt_in_pieces: list[str]  # (T,) <s> + translation pieces: what the decoder reads
-    tgt_out_pieces: list[str]  # (T,) translation pieces + </s>: what it produces
-    maps: dict[str, list[Tensor]] = field(default_factory=dict)  # kind -> per layer (H, T_q, T_k)
-
-    def axis_labels(self, kind: str) -> tuple[list[str], list[str]]:
-        """(row labels, column labels) of a map of this kind."""
-        return axis_labels(kind, self.src_pieces, self.tgt_in_pieces, self.tgt_out_pieces)
-
-
-@torch.no_grad()
-def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[str],
-                      translations: list[list[int]], references: list[str] | None = None) -> list[SentenceAttention]:
-    """Attention maps for sentences and their translations (target ids without bos/eos).
-
-    All sentences go through the model as one padded batch; each map is then cut to its
-    sentence's real length, which drops only padding rows and columns.
-    """
-    limit = model.cfg.max_len
-    src_ids = [ids[:limit] for ids in tokenizer.encode_src(sentences)]
-    tgt_in_ids = [[model.cfg.bos_id, *ids][:limit] for ids in translations]
-    device = next(model.parameters()).device
-    with model.evaluating():
-        attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True).attention
-
-    result = []
-    for i, sentence in enumerate(sentences):
-        s, t = len(src_ids[i]), len(tgt_in_ids[i])
-        tgt_in = tokenizer.tgt_pieces(tgt_in_ids[i])
-        result.append(SentenceAttention(
-            source=sentence, translation=tokenizer.decode_tgt([translations[i]])[0],
-            reference=references[i] if references else None,
-            src_pieces=tokenizer.src_pieces(src_ids[i]), tgt_in_pieces=tgt_in,
-            tgt_out_pieces=tgt_in[1:] + ["</s>"],
-            maps={
-                "encoder_self": [w[i, :, :s, :s].float().cpu() for w in attention.encoder_self],
-                "decoder_self": [w[i, :, :t, :t].float().cpu() for w in attention.decoder_self],
-                "cross": [w[i, :, :t, :s].float().cpu() for w in attention.cross],
-            },
-        ))
-    return result
 
 
 def _caption(att: SentenceAttention) -> str:
@@ -107,7 +40,7 @@ def attention_figure(att: SentenceAttention, kind: str, layer: int) -> plt.Figur
     weights = att.maps[kind][layer]  # (H, T_q, T_k)
     panels = [*weights, weights.mean(0)]
     names = [f"head {h + 1}" for h in range(len(weights))] + ["mean of heads"]
-    row_labels, col_labels = att.axis_labels(kind)
+    row_labels, col_labels = axis_labels(kind, att.src_pieces, att.tgt_in_pieces, att.tgt_out_pieces)
     t_q, t_k = len(row_labels), len(col_labels)
     n_cols = min(3, len(panels))
     n_rows = -(-len(panels) // n_cols)
@@ -147,7 +80,7 @@ def attention_figure(att: SentenceAttention, kind: str, layer: int) -> plt.Figur
     colorbar_ax = fig.add_axes(((width - margin_right + 0.3) / width, margin_bottom / height,
                                 0.15 / width, image_h / height))
     fig.colorbar(image, cax=colorbar_ax, label="attention weight")
-    fig.text(0.1 / width, 1 - 0.1 / height, f"{KIND_TITLES[kind]}, layer {layer + 1}\n{_caption(att)}",
+    fig.text(0.1 / width, 1 - 0.1 / height, f"{TITLES[kind]}, layer {layer + 1}\n{_caption(att)}",
              fontsize=8, ha="left", va="top")
     return fig
 

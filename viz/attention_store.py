@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from viz.kinds import KINDS, axis_labels
+
 FOLDER = "attention"  # inside the run folder, beside the TensorBoard event files
 STEP_FILE = re.compile(r"step_(\d+)\.npz")
-KINDS = ("encoder_self", "decoder_self", "cross")
 
 
 def step_path(run_dir: Path, step: int) -> Path:
@@ -28,7 +29,8 @@ def step_path(run_dir: Path, step: int) -> Path:
 
 
 def write_step(run_dir: Path, step: int, attentions) -> Path:
-    """Store the attention of `attentions` (viz.attention.SentenceAttention, maps on the CPU)
+    """Store the attention of `attentions` (inference.attention.SentenceAttention, maps on the
+    CPU)
     at `step`; returns the file."""
     arrays, sentences = {}, []
     for probe, att in enumerate(attentions):
@@ -69,17 +71,6 @@ def find_runs(logdir: Path) -> dict[str, Path]:
             runs[Path(folder).relative_to(logdir).as_posix()] = Path(folder)
         subfolders[:] = [name for name in subfolders if name != FOLDER]
     return dict(sorted(runs.items()))
-
-
-def axis_labels(kind: str, src_pieces: list[str], tgt_in_pieces: list[str],
-                tgt_out_pieces: list[str]) -> tuple[list[str], list[str]]:
-    """(row labels, column labels) of a map of this kind: rows are queries, columns keys;
-    decoder rows are the pieces produced at that position."""
-    if kind == "encoder_self":
-        return src_pieces, src_pieces
-    if kind == "decoder_self":
-        return tgt_out_pieces, tgt_in_pieces
-    return tgt_out_pieces, src_pieces
 
 
 @dataclass

@@ -5,7 +5,12 @@ matplotlib.use("Agg")  # files and TensorBoard only: never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 from torch import Tensor  # noqa: E402
 
-TITLES = {"encoder_self": "encoder self", "decoder_self": "decoder self", "cross": "cross"}
+from viz.kinds import TITLES  # noqa: E402
+
+
+def short_title(kind: str) -> str:
+    """The title without "-attention" (e.g. "cross"): it fits a small grid."""
+    return TITLES[kind].removesuffix("-attention")
 
 
 def draw_grids(fig: plt.Figure, axes: list[plt.Axes], by_kind: dict[str, Tensor], fmt: str = ".2f") -> None:
@@ -17,7 +22,7 @@ def draw_grids(fig: plt.Figure, axes: list[plt.Axes], by_kind: dict[str, Tensor]
     for ax, (kind, values) in zip(axes, by_kind.items()):
         values = values.numpy()
         image = ax.imshow(values, cmap="viridis", vmin=low, vmax=max(high, low + 1e-9), aspect="auto")
-        ax.set_title(TITLES[kind], fontsize=9)
+        ax.set_title(short_title(kind), fontsize=9)
         ax.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=7)
         ax.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=7)
         ax.set_xlabel("head", fontsize=8)
@@ -42,7 +47,7 @@ def draw_pruning(ax: plt.Axes, result: dict) -> None:
     """Michel et al.'s curve, one line per kind: greedy validation BLEU against the number of
     that kind's heads masked, least important first (`analysis.head_importance`)."""
     for kind, curve in result["pruning"].items():
-        ax.plot([p["removed"] for p in curve], [p["bleu"] for p in curve], marker="o", label=TITLES[kind])
+        ax.plot([p["removed"] for p in curve], [p["bleu"] for p in curve], marker="o", label=short_title(kind))
     ax.set_xlabel("heads of the kind masked, least important first", fontsize=8)
     ax.set_ylabel("validation BLEU (greedy)", fontsize=8)
     ax.tick_params(labelsize=7)

@@ -18,7 +18,8 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from viz.attention_store import KINDS, find_runs, read_step, step_path, steps
+from viz.attention_store import find_runs, read_step, step_path, steps
+from viz.kinds import KINDS, TITLES
 
 PLUGIN_NAME = "attention"
 STATIC = Path(__file__).parent / "static"
@@ -87,7 +88,8 @@ class AttentionPlugin(base_plugin.TBPlugin):
             raise BadRequest(f"run {run!r} has no attention at step {step}", 404) from None
 
     def runs_json(self, request) -> dict:
-        return {"runs": [{"run": name, "steps": steps(folder)} for name, folder in self.runs().items()]}
+        return {"runs": [{"run": name, "steps": steps(folder)} for name, folder in self.runs().items()],
+                "kinds": [[kind, TITLES[kind]] for kind in KINDS]}
 
     def sentences_json(self, request) -> dict:
         stored = self._stored(request)

@@ -7,11 +7,6 @@
 //   lines  one layer, every head: lines from each query piece to the key pieces (as bertviz)
 //   grid   every layer x head (and the mean) of the kind, small; a click opens one as a map
 
-const KINDS = [
-  ['encoder_self', 'encoder self-attention'],
-  ['decoder_self', 'decoder masked self-attention'],
-  ['cross', 'cross-attention'],
-];
 const VIEWS = [['map', 'heatmap'], ['lines', 'lines, all heads'], ['grid', 'all layers x heads']];
 // viridis at 10 stops (matplotlib's colormap, as the PNG images use): dark = 0, yellow = top
 const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
@@ -45,7 +40,7 @@ const STYLE = `
 `;
 
 const state = {
-  runs: [], run: null, steps: [], stepIndex: 0, probe: 0, kind: 'cross', layer: 0,
+  runs: [], kinds: [], run: null, steps: [], stepIndex: 0, probe: 0, kind: 'cross', layer: 0,
   head: 'mean', view: 'map', stretch: false, hiddenHeads: new Set(),
   sentences: null, maps: null, mapsFor: null, request: 0,
 };
@@ -270,7 +265,7 @@ function draw() {
   if (!state.maps || state.mapsFor !== mapsKey()) return;
   const {rows, cols, layers} = state.maps;
   const heads = layers[state.layer];
-  const kindName = KINDS.find(([kind]) => kind === state.kind)[1];
+  const kindName = state.kinds.find(([kind]) => kind === state.kind)[1];
   drawCaption();
   message('');
   hideTooltip(); // it described a cell of the drawing being replaced
@@ -349,6 +344,9 @@ async function refreshRuns() {
     return;
   }
   state.runs = body.runs;
+  state.kinds = body.kinds; // names and titles: viz/kinds.py, the one list
+  setOptions(el.kind, state.kinds);
+  el.kind.value = state.kind;
   if (!state.runs.length) {
     state.run = null;
     message(`No run under the logdir has attention data yet. Training writes the probe ` +
@@ -385,7 +383,7 @@ function buildPage() {
   el.controls = node('div', {id: 'controls'}, document.body);
   select('run', 'run', [], (value) => selectRun(value));
   select('probe', 'sentence', [], (value) => { state.probe = Number(value); load(); });
-  select('kind', 'kind', KINDS, (value) => { state.kind = value; load(); });
+  select('kind', 'kind', [], (value) => { state.kind = value; load(); });
   select('layer', 'layer', [], (value) => { state.layer = Number(value); draw(); });
   select('head', 'head', [['mean', 'mean of heads']], (value) => { state.head = value; draw(); });
   select('view_select', 'view', VIEWS, (value) => { state.view = value; syncControls(); draw(); });

@@ -21,9 +21,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from inference.checkpoint import checkpoint_folder, latest_step_checkpoint
 from training.config import register_configs
-from training.interrupt import Interrupted
 from training.run import train
-from utils.errors import UserError
+from utils.cli import run_command
 
 register_configs()
 
@@ -42,17 +41,9 @@ def continue_command(overrides: list[str], run_dir: Path) -> str:
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir, overrides = Path(hydra_cfg.runtime.output_dir), list(hydra_cfg.overrides.task)
-    try:
-        train(cfg, run_dir)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
-    except Interrupted as e:
-        print(f"\nstopped by {e}; continue with: {continue_command(overrides, run_dir)}", file=sys.stderr)
-        sys.exit(e.exit_code)
-    except KeyboardInterrupt:  # before training started, after it ended, or a second Ctrl-C
-        print(f"\ninterrupted; continue with: {continue_command(overrides, run_dir)}", file=sys.stderr)
-        sys.exit(130)
+    status = run_command(lambda: train(cfg, run_dir), lambda: continue_command(overrides, run_dir))
+    if status:
+        sys.exit(status)
 
 
 def one_line(error: BaseException) -> str:

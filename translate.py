@@ -179,7 +179,8 @@ def translate_chunk(translator: Translator, chunk: list[str], first: int, args: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(run, build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    return run_command(lambda: run(args))
 
 
 if __name__ == "__main__":

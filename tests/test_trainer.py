@@ -293,11 +293,11 @@ def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monk
     calls = {"n": 0}
 
     def forward_that_overflows(self, *args, **kwargs):
-        value, attention = real_forward(self, *args, **kwargs)
+        output = real_forward(self, *args, **kwargs)
         if self.training:  # the training loss of step 21 on
             calls["n"] += 1
-            value = value * float("inf") if calls["n"] > 20 else value
-        return value, attention
+            output = output._replace(loss=output.loss * float("inf")) if calls["n"] > 20 else output
+        return output
 
     monkeypatch.setattr(Transformer, "forward", forward_that_overflows)
     cfg = compose_config("experiment=ci", "train.checkpoint_every=10", *QUIET)

@@ -5,10 +5,12 @@ import signal
 import threading
 from pathlib import Path
 
+from utils.errors import Stopped
+
 log = logging.getLogger("train")
 
 
-class Interrupted(Exception):
+class Interrupted(Stopped):
     """Training stopped on a signal after saving `checkpoint`."""
 
     def __init__(self, signum: int, step: int, checkpoint: Path) -> None:

@@ -16,11 +16,11 @@ from omegaconf import DictConfig
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from data import Tokenizer, prepare_data
-from inference.checkpoint import checkpoint_folder, latest_step_checkpoint, resolve_checkpoint_path
 from model import TransformerConfig
-from training.config import RunConfig, TrainConfig, to_run_config
+from training.config import RunConfig, to_run_config
 from training.distributed import Distributed
 from training.final_evaluation import finish
+from training.resume import start
 from training.trainer import Trainer
 from utils.device import choose_precision, pick_device
 from utils.errors import UserError
@@ -41,19 +41,6 @@ def model_config_for(model: TransformerConfig, tokenizer: Tokenizer) -> Transfor
                                    share_embeddings=model.share_embeddings and tokenizer.joint)
     except ValueError as e:
         raise UserError(f"model does not fit the tokenizer: {e}") from None
-
-
-def start(trainer: Trainer, cfg: TrainConfig, run_dir: Path) -> None:
-    """Where training starts from. The run folder's own newest checkpoint comes first (the
-    same command continues an interrupted run, whatever else it says); else `train.resume`
-    continues another run here; else `train.init_from` starts a new run from its weights."""
-    own = latest_step_checkpoint(checkpoint_folder(run_dir))
-    if own is not None:
-        trainer.resume(own)
-    elif cfg.resume:
-        trainer.resume(resolve_checkpoint_path(cfg.resume, prefer=None))  # a run folder: its latest step
-    elif cfg.init_from:
-        trainer.init_from(resolve_checkpoint_path(cfg.init_from))  # a run folder: its best weights
 
 
 def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float] = time.monotonic) -> dict:

@@ -7,7 +7,6 @@ training/run.py builds both from a config.
 import dataclasses
 import logging
 import math
-import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -21,15 +20,14 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
 from data import Batch, PreparedData, SampledPairs
-from inference.checkpoint import (BEST, atomic_save, checkpoint_folder, latest_step_checkpoint, load_checkpoint,
-                                  load_weights, make_checkpoint, step_checkpoint_path, step_checkpoints)
+from inference.checkpoint import (BEST, atomic_save, checkpoint_folder, latest_step_checkpoint, make_checkpoint,
+                                  step_checkpoint_path, step_checkpoints)
 from model import Transformer, TransformerConfig
 from training.config import RunConfig
 from training.distributed import Distributed
 from training.interrupt import Interrupted, StopOnSignal
 from training.loaders import TrainingBatches
 from training.progress_bar import ProgressBar
-from training.resume import SCHEDULE_SETTINGS, changed_settings, check_data_position, saved_train_settings
 from training.schedule import Schedule
 from training.step import train_step
 from training.validation import Validation
@@ -83,7 +81,7 @@ class Trainer:
     def autocast(self):
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
 
-    # --- checkpoints ----------------------------------------------------------------------
+    # --- checkpoints (resuming from them, and starting from another run's: training/resume.py) ---
 
     def _meta(self) -> dict:
         return {"src_lang": self.run.data.src_lang, "tgt_lang": self.run.data.tgt_lang,
@@ -108,85 +106,6 @@ class Trainer:
         self.ddp.barrier()
         self.saved_step = self.progress.step
         return path
-
-    def _check_same_data(self, checkpoint: dict, path: Path) -> None:
-        """A checkpoint's weights mean something only with its languages and tokenizer."""
-        meta, data = checkpoint.get("meta", {}), self.run.data
-        theirs, ours = (meta.get("src_lang"), meta.get("tgt_lang")), (data.src_lang, data.tgt_lang)
-        if theirs != ours:
-            raise UserError(f"{path} translates {theirs[0]}->{theirs[1]}, but this run is {ours[0]}->{ours[1]}")
-        tokenizer = checkpoint["tokenizer"]
-        if (tokenizer["src"], tokenizer["tgt"]) != (self.data.tokenizer.src_model, self.data.tokenizer.tgt_model):
-            raise UserError(f"{path} was trained with another tokenizer than this run's data.tokenizer settings "
-                            "make (vocabulary size, type or training data differ)")
-
-    def resume(self, path: Path) -> None:
-        """Continue the run saved in `path` exactly where it stopped: weights, optimizer,
-        schedule, data position, random state, best score and time spent."""
-        checkpoint = load_checkpoint(path, map_location=self.device, for_training=True)
-        if "train_state" not in checkpoint:
-            raise UserError(f"{path} holds weights only (no training state) and cannot be resumed; "
-                            "train.init_from starts a new run from its weights")
-        self._check_same_data(checkpoint, path)
-        if checkpoint["model_config"] != self.model.cfg.to_dict():
-            raise UserError(f"{path} was trained with a different model config; resume with the same settings")
-        state, saved = checkpoint["train_state"], saved_train_settings(checkpoint["meta"])
-        progress = Progress(**state["progress"])
-        check_data_position(path, progress.epoch, progress.position, saved, len(state["rng"]), self.cfg,
-                            self.ddp.world_size)
-        load_weights(self.model, checkpoint["model"], path)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.schedule.load_state_dict(state["scheduler"])
-        self.progress = progress
-        self._take_changed_settings(changed_settings(saved, self.cfg))
-        if len(state["rng"]) == self.ddp.world_size:
-            rng = state["rng"][self.ddp.rank]
-            torch.set_rng_state(rng["torch"].cpu())
-            if "cuda" in rng and self.device.type == "cuda":
-                torch.cuda.set_rng_state(rng["cuda"].cpu(), self.device)
-        else:  # another number of processes: the same data order, but new dropout masks
-            torch.manual_seed(self.ddp.rank_seed(self.run.seed) + self.progress.step)
-            log.warning("%s was written by %d process(es), this run has %d: dropout masks will differ from an "
-                        "uninterrupted run", path, len(state["rng"]), self.ddp.world_size)
-        best, own_best = path.parent / BEST, self.ckpt_dir / BEST
-        if best.resolve() != own_best.resolve():  # continuing another folder's run here
-            # its best weights come along if they are from this point of the run or before
-            if best.is_file() and load_checkpoint(best)["meta"].get("step", math.inf) <= self.progress.step:
-                if self.ddp.is_main:
-                    self.ckpt_dir.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(best, own_best)
-            else:  # nothing to compare with: the next validation makes the best checkpoint
-                self.progress.best_bleu = -1.0
-        log.info("resumed from %s at step %d (epoch %d)", path, self.progress.step, self.progress.epoch)
-
-    def _take_changed_settings(self, changed: dict[str, tuple]) -> None:
-        """This run's settings win over the resumed checkpoint's, each difference said in the log;
-        changed limits or schedule settings re-plan the schedule (training/schedule.py)."""
-        for name, (theirs, ours) in changed.items():
-            log.info("train.%s was %s in the checkpoint; this run's %s is used", name, theirs, ours)
-        for group in self.optimizer.param_groups:  # load_state_dict restored the checkpoint's
-            group.update(betas=tuple(self.cfg.betas), eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
-        if not changed.keys() & SCHEDULE_SETTINGS:
-            return
-        self.schedule = Schedule.from_config(self.cfg)  # a run bounded by steps: planned to its new end
-        step = self.progress.step
-        if self.schedule.kind == "linear" and self.cfg.max_minutes is not None and step >= self.schedule.warmup_steps:
-            per_step = max(self.progress.elapsed / max(step, 1), 1e-6)  # so far, validations and checkpoints included
-            self.schedule.plan_whole(min(step + int((self.budget - self.progress.elapsed) / per_step),
-                                         self.cfg.max_steps))
-        if self.schedule.planned:
-            log.info("schedule planned anew at step %d: the learning rate decays linearly to %g x peak at step %d "
-                     "(now %.3g x peak)", step, self.schedule.floor, self.schedule.last_step,
-                     self.schedule.factor(step + 1))
-
-    def init_from(self, path: Path) -> None:
-        """Start this new run from the weights in `path`; optimizer, schedule, data order,
-        scores and time budget start afresh (fine-tuning, or a second run from a first)."""
-        checkpoint = load_checkpoint(path, map_location=self.device)
-        self._check_same_data(checkpoint, path)
-        load_weights(self.model, checkpoint["model"], path)
-        log.info("weights initialised from %s (step %s); everything else starts anew", path,
-                 checkpoint.get("meta", {}).get("step", "?"))
 
     # --- evaluation -----------------------------------------------------------------------
 

@@ -1,11 +1,11 @@
-"""What the command-line programs (translate.py, heads.py) share: one-line errors, for options
-and for everything a user can fix."""
+"""What the command-line programs (train.py, translate.py, heads.py) share: one-line errors, for
+options and for everything a user can fix, and their exit statuses."""
 import argparse
 import logging
 import sys
 from typing import Callable
 
-from utils.errors import UserError
+from utils.errors import Stopped, UserError
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -36,19 +36,21 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def run_command(run: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> int:
+def run_command(run: Callable[[], None], continue_with: Callable[[], str] | None = None) -> int:
     """Run a command's body; its exit status. 0: done, or the reader of its output left (`| head`);
-    1: a UserError, said in one line; 130: Ctrl-C (what was written stays)."""
-    logging.basicConfig(level=logging.ERROR, format="%(message)s")  # the commands print their own warnings
+    1: a UserError, said in one line; 130 on Ctrl-C, or a Stopped's code: what was written stays,
+    and `continue_with()`, if given, is the command that goes on from there."""
+    logging.basicConfig(level=logging.ERROR, format="%(message)s")  # a no-op where Hydra set up logging
     try:
-        run(args)
+        run()
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
+    except (Stopped, KeyboardInterrupt) as e:  # KeyboardInterrupt: a Ctrl-C nothing caught before
+        said = f"stopped by {e}" if isinstance(e, Stopped) else "interrupted"
+        print(f"\n{said}; continue with: {continue_with()}" if continue_with else "", file=sys.stderr)
+        return e.exit_code if isinstance(e, Stopped) else 130
     return 0

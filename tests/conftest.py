@@ -11,10 +11,19 @@ torch.set_num_threads(min(2, torch.get_num_threads()))
 
 @pytest.fixture
 def tiny_config():
-    from model import TransformerConfig
+    from helpers import tiny_config
 
-    return TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, d_model=32, n_heads=4,
-                             n_encoder_layers=2, n_decoder_layers=2, d_ff=64, max_len=64)
+    return tiny_config()
+
+
+@pytest.fixture(scope="session")
+def toy(tmp_path_factory):
+    """The committed toy corpus (tests/data/toy), prepared once per test session: no Multi30k needed."""
+    from data import DataConfig, TokenizerConfig, prepare_data
+    from helpers import TOY_CORPUS
+
+    return prepare_data(DataConfig(dir=str(TOY_CORPUS), cache_dir=str(tmp_path_factory.mktemp("toy_cache")),
+                                   tokenizer=TokenizerConfig(vocab_size=360)))
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,8 @@ def test_ctrl_c_is_130_and_names_the_command_that_goes_on(capsys):
 def test_a_stop_on_sigterm_reports_its_signal_and_what_was_saved(capsys, tmp_path):
     stopped = Interrupted(signal.SIGTERM, 40, tmp_path / "step_40.pt")
     assert run_command(raising(stopped), lambda: "again") == 128 + signal.SIGTERM
-    assert capsys.readouterr().err == f"\nstopped by SIGTERM at step 40; saved {tmp_path / 'step_40.pt'}; continue with: again\n"
+    saved = tmp_path / "step_40.pt"
+    assert capsys.readouterr().err == f"\nstopped by SIGTERM at step 40; saved {saved}; continue with: again\n"
 
 
 def test_a_closed_pipe_is_not_an_error(monkeypatch):

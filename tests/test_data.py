@@ -187,42 +187,42 @@ def test_draws_follow_p_to_the_alpha_over_the_n_best(multi30k):
 
 # --- batching ---------------------------------------------------------------------------
 
-def lengths(multi30k):
-    train = multi30k.tokens["train"]
+def lengths(data):
+    train = data.tokens["train"]
     return [len(x) for x in train["src_ids"]], [len(x) for x in train["tgt_ids"]]
 
 
-def test_sampler_covers_each_example_once_within_budget(multi30k):
-    src_len, tgt_len = lengths(multi30k)
-    sampler = TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=3)
+def test_sampler_covers_each_example_once_within_budget(toy):
+    src_len, tgt_len = lengths(toy)
+    sampler = TokenBucketSampler(src_len, tgt_len, max_tokens=256, seed=3)
     batches = list(sampler)
-    assert sorted(i for b in batches for i in b) == list(range(29000))
+    assert sorted(i for b in batches for i in b) == list(range(len(src_len)))
     for b in batches:
-        assert len(b) * max(max(src_len[i], tgt_len[i] + 1) for i in b) <= 4096
+        assert len(b) * max(max(src_len[i], tgt_len[i] + 1) for i in b) <= 256
 
 
-def test_sampler_order_depends_on_epoch_and_seed_only(multi30k):
-    src_len, tgt_len = lengths(multi30k)
-    sampler = TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=3)
+def test_sampler_order_depends_on_epoch_and_seed_only(toy):
+    src_len, tgt_len = lengths(toy)
+    sampler = TokenBucketSampler(src_len, tgt_len, max_tokens=256, seed=3)
     epoch0 = list(sampler)
     sampler.set_epoch(1)
     epoch1 = list(sampler)
     assert epoch0 != epoch1
-    same_seed = TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=3)
+    same_seed = TokenBucketSampler(src_len, tgt_len, max_tokens=256, seed=3)
     assert list(same_seed) == epoch0
-    assert list(TokenBucketSampler(src_len, tgt_len, max_tokens=4096, seed=4)) != epoch0
-    sampler.set_epoch(1, start=10)  # resume inside an epoch
-    assert list(sampler) == epoch1[10:] and len(sampler) == len(epoch1) - 10
+    assert list(TokenBucketSampler(src_len, tgt_len, max_tokens=256, seed=4)) != epoch0
+    sampler.set_epoch(1, start=3)  # resume inside an epoch
+    assert list(sampler) == epoch1[3:] and len(sampler) == len(epoch1) - 3
 
 
 @pytest.mark.parametrize("world_size", [2, 3])
-def test_sampler_ranks_are_disjoint_covering_and_equal(multi30k, world_size):
-    src_len, tgt_len = lengths(multi30k)
-    shards = [list(TokenBucketSampler(src_len, tgt_len, 4096, seed=0, rank=r, world_size=world_size))
+def test_sampler_ranks_are_disjoint_covering_and_equal(toy, world_size):
+    src_len, tgt_len = lengths(toy)
+    shards = [list(TokenBucketSampler(src_len, tgt_len, 256, seed=0, rank=r, world_size=world_size))
               for r in range(world_size)]
     assert len({len(s) for s in shards}) == 1, "every rank must run the same number of steps"
     seen = [i for shard in shards for b in shard for i in b]
-    assert len(seen) == len(set(seen)) == 29000
+    assert len(seen) == len(set(seen)) == len(src_len)
 
 
 def test_padding_efficiency_on_train(multi30k):

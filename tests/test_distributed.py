@@ -2,7 +2,6 @@
 
 On a GPU machine the same code runs with nccl; these tests check the logic on the CPU."""
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,8 +21,8 @@ from training.config import to_run_config
 from training.distributed import Distributed
 from training.step import train_step
 
-from helpers import ROOT, assert_same_training, compose_config, run_train
-from test_step import deterministic_model, examples
+from helpers import (ROOT, assert_same_training, compose_config, random_pairs, run_train, start_script, stop_when,
+                     tiny_model)
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="gloo on CPU is tested on Linux")
 
@@ -59,14 +58,10 @@ def test_two_processes_keep_equal_parameters_with_their_own_dropout(two_process_
 
 def test_two_process_resume_after_sigkill_matches_uninterrupted_run(two_process_run, tmp_path):
     killed = tmp_path / "killed"
-    process = subprocess.Popen(torchrun(killed, *COMMON), cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 300
-    while not (killed / "checkpoints" / "step_0000020.pt").exists():
-        assert process.poll() is None and time.time() < deadline, "training ended before its first checkpoint"
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGKILL)  # torchrun and both workers
-    process.wait()
+    process = start_script(torchrun(killed, *COMMON), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    stop_when(process, (killed / "checkpoints" / "step_0000020.pt").exists, "its first checkpoint",
+              group=True)  # torchrun and both workers
     assert not (killed / "checkpoints" / "step_0000040.pt").exists(), "killed too late to test resuming"
 
     result = subprocess.run(torchrun(killed, *COMMON), cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -99,8 +94,8 @@ def one_ddp_step(rank: int, port: int, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank))
     torch.set_num_threads(1)
     ddp = Distributed(torch.device("cpu"))
-    model = deterministic_model()
-    batch = collate(examples(7)[SHARDS[rank]])
+    model = tiny_model(src_vocab_size=40, tgt_vocab_size=40, dropout=0.0, attention_dropout=0.0)
+    batch = collate(random_pairs(7)[SHARDS[rank]])
     sgd = torch.optim.SGD(model.parameters(), lr=1.0)
     train_step(DistributedDataParallel(model), sgd, 0.1, [batch],
                ddp.token_normalizer(batch.n_tgt_tokens), nullcontext, None)
@@ -113,8 +108,8 @@ def test_uneven_shards_give_the_gradient_of_the_whole_step(tmp_path):
     """Two ranks with 1 and 6 sentences update the weights as one process with all 7 does."""
     out = tmp_path / "ddp.pt"
     mp.spawn(one_ddp_step, args=(free_port(), str(out)), nprocs=2)
-    single = deterministic_model()
-    batches = [collate(examples(7)[shard]) for shard in SHARDS]
+    single = tiny_model(src_vocab_size=40, tgt_vocab_size=40, dropout=0.0, attention_dropout=0.0)
+    batches = [collate(random_pairs(7)[shard]) for shard in SHARDS]
     sgd = torch.optim.SGD(single.parameters(), lr=1.0)
     train_step(single, sgd, 0.1, batches, sum(b.n_tgt_tokens for b in batches),
                nullcontext, None)

@@ -1,14 +1,13 @@
 """Head importance (analysis/head_importance.py): masking each head, pruning curves, heads.py."""
 import json
 import subprocess
-import sys
 
 import pytest
 
 from analysis.head_importance import head_importance, importance_grids, removal_counts
 from model import Transformer
 
-from helpers import ROOT, scalars
+from helpers import run_script, scalars
 
 
 def test_removal_counts_step_up_to_every_head():
@@ -90,8 +89,7 @@ def test_masking_a_real_head_changes_the_validation_loss(ci_run):
 
 
 def run_heads(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "heads.py"), *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
+    return run_script("heads.py", *args, check=False)
 
 
 def test_heads_command_writes_json_table_and_figure(ci_run, multi30k_dir, tmp_path):

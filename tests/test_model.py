@@ -6,17 +6,14 @@ import torch
 
 from model import Transformer, TransformerConfig
 
+from helpers import tiny_model
+
 _IDS = TransformerConfig()  # the model is told its special ids; these are the defaults
 PAD_ID, BOS_ID = _IDS.pad_id, _IDS.bos_id
 
 
-def make_model(cfg, seed=0):
-    torch.manual_seed(seed)
-    return Transformer(cfg).eval()
-
-
 def test_forward_returns_logits_loss_and_attention_in_fixed_places(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     src, tgt_in, targets = torch.randint(4, 50, (2, 8)), torch.randint(4, 50, (2, 6)), torch.randint(4, 50, (2, 6))
     targets[1, 4:] = PAD_ID
     scored = model(src, tgt_in)
@@ -29,7 +26,7 @@ def test_forward_returns_logits_loss_and_attention_in_fixed_places(tiny_config):
 
 
 def test_decode_is_the_decoder_states_through_the_output_layer_as_forward_computes_them(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     src, tgt_in = torch.randint(4, 50, (2, 8)), torch.randint(4, 50, (2, 5))
     memory, src_mask, _ = model.encode(src)
     states = model.decoder_states(tgt_in, memory, src_mask).states  # (B, T, d_model)
@@ -39,7 +36,7 @@ def test_decode_is_the_decoder_states_through_the_output_layer_as_forward_comput
 
 
 def test_decoder_is_causal(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     src = torch.randint(4, 50, (2, 8))
     tgt = torch.randint(4, 50, (2, 10))
     logits = model(src, tgt).logits
@@ -53,7 +50,7 @@ def test_decoder_is_causal(tiny_config):
 
 
 def test_source_padding_does_not_change_outputs(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     src = torch.randint(4, 50, (1, 6))
     tgt = torch.randint(4, 50, (1, 5))
     logits = model(src, tgt).logits
@@ -66,7 +63,7 @@ def test_source_padding_does_not_change_outputs(tiny_config):
 
 
 def test_target_padding_does_not_change_real_positions(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     src = torch.randint(4, 50, (1, 6))
     tgt = torch.randint(4, 50, (1, 5))
     logits = model(src, tgt).logits
@@ -75,7 +72,7 @@ def test_target_padding_does_not_change_real_positions(tiny_config):
 
 
 def test_attention_maps_are_distributions_of_the_right_shape(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 4))
     src[1, 5:] = PAD_ID
     attn = model(src, tgt, return_attention=True).attention
@@ -92,7 +89,7 @@ def test_attention_maps_are_distributions_of_the_right_shape(tiny_config):
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_cached_decoding_equals_full_forward(tiny_config, norm_first):
     cfg = dataclasses.replace(tiny_config, norm_first=norm_first)
-    model = make_model(cfg)
+    model = tiny_model(cfg)
     src = torch.randint(4, 50, (3, 9))
     src[2, 6:] = PAD_ID
     tgt = torch.cat([torch.full((3, 1), BOS_ID), torch.randint(4, 50, (3, 7))], dim=1)
@@ -113,7 +110,7 @@ def test_cached_decoding_equals_full_forward(tiny_config, norm_first):
 
 
 def test_cache_reorder_follows_batch_rows(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     src, tgt = torch.randint(4, 50, (3, 5)), torch.randint(4, 50, (3, 4))
     memory, src_mask, _ = model.encode(src)
     cache = model.new_cache()
@@ -131,7 +128,7 @@ def test_cache_reorder_follows_batch_rows(tiny_config):
 ])
 def test_every_parameter_gets_a_gradient(tiny_config, variant):
     cfg = dataclasses.replace(tiny_config, **variant)
-    model = make_model(cfg).train()
+    model = tiny_model(cfg).train()
     src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
     logits = model(src, tgt).logits
     logits.logsumexp(-1).sum().backward()
@@ -140,9 +137,9 @@ def test_every_parameter_gets_a_gradient(tiny_config, variant):
 
 
 def test_tied_and_shared_weights_are_one_tensor(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     assert model.output_proj.weight is model.tgt_embedding.weight is model.src_embedding.weight
-    untied = make_model(dataclasses.replace(tiny_config, share_embeddings=False, tie_output=False))
+    untied = tiny_model(dataclasses.replace(tiny_config, share_embeddings=False, tie_output=False))
     assert untied.output_proj.weight is not untied.tgt_embedding.weight
 
 
@@ -154,7 +151,7 @@ def test_config_rejects_inconsistent_shapes(tiny_config):
 
 
 def test_too_long_input_is_a_clear_error(tiny_config):
-    model = make_model(tiny_config)
+    model = tiny_model(tiny_config)
     with pytest.raises(ValueError, match="max_len"):
         model(torch.randint(4, 50, (1, 65)), torch.randint(4, 50, (1, 3)))
 

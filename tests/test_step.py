@@ -6,26 +6,18 @@ from contextlib import nullcontext
 import torch
 
 from data import collate
-from model import Transformer, TransformerConfig
+from model import Transformer
 from training.step import train_step
 
-
-def examples(n: int, seed: int = 0) -> list[dict]:
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(2, 9, (n, 2), generator=g).tolist()
-    return [{"src_ids": torch.randint(4, 40, (s,), generator=g).tolist(),
-             "tgt_ids": torch.randint(4, 40, (t,), generator=g).tolist()} for s, t in lengths]
+from helpers import random_pairs, tiny_model
 
 
 def deterministic_model() -> Transformer:
-    torch.manual_seed(0)
-    return Transformer(TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=4,
-                                         n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0,
-                                         attention_dropout=0.0))
+    return tiny_model(src_vocab_size=40, tgt_vocab_size=40, dropout=0.0, attention_dropout=0.0)
 
 
 def test_accumulated_batches_give_the_gradient_of_one_big_batch():
-    data = examples(7)
+    data = random_pairs(7)
     small_batches, big_batch = [collate(data[:2]), collate(data[2:5]), collate(data[5:])], collate(data)
     tokens = big_batch.n_tgt_tokens
     assert tokens == sum(b.n_tgt_tokens for b in small_batches)
@@ -45,7 +37,7 @@ def test_a_non_finite_loss_leaves_the_weights_alone():
     with torch.no_grad():  # one infinite embedding entry makes the loss NaN
         model.src_embedding.weight[5, 0] = float("inf")
     before = copy.deepcopy(model.state_dict())
-    batch = collate([{"src_ids": [5, 6, 7], "tgt_ids": [8, 9]}, *examples(2)])
+    batch = collate([{"src_ids": [5, 6, 7], "tgt_ids": [8, 9]}, *random_pairs(2)])
     result = train_step(model, torch.optim.AdamW(model.parameters()), 0.1, [batch], 10.0, nullcontext, 1.0)
     assert not result.updated and not math.isfinite(result.loss)
     for name, value in model.state_dict().items():

@@ -1,9 +1,8 @@
 """The training loop (training/trainer.py): time budget and schedule on a fake clock, resuming,
 interrupting, starting from another run, non-finite stops, accumulation, bf16."""
+import shlex
 import signal
 import subprocess
-import sys
-import time
 from typing import Callable
 
 import pytest
@@ -18,7 +17,8 @@ from training.run import train
 from utils.errors import UserError
 from viz.attention_store import steps
 
-from helpers import ROOT, assert_same_training, compose_config, run_train, scalars
+from helpers import assert_same_training, compose_config, run_script, run_train, scalars, start_script, stop_when
+from helpers.commands import command
 
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 
@@ -148,14 +148,9 @@ def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run_train(straight, *common)
 
-    cmd = [sys.executable, str(ROOT / "train.py"), f"hydra.run.dir={killed}", *common]
-    process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not (killed / "checkpoints" / "step_0000020.pt").exists():
-        assert process.poll() is None and time.time() < deadline, "training ended before its first checkpoint"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    process = start_script(command("train.py", f"hydra.run.dir={killed}", *common), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    stop_when(process, (killed / "checkpoints" / "step_0000020.pt").exists, "its first checkpoint")
     assert not (killed / "checkpoints" / "step_0000060.pt").exists(), "killed too late to test resuming"
 
     run_train(killed, *common)  # the same command in the same folder
@@ -167,13 +162,10 @@ def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
 def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir, tmp_path, signum, exit_code):
     common = ["experiment=ci", "train.max_steps=80", "train.eval_every=10", "train.checkpoint_every=1000",
               "train.attention_every=0", "train.threads=1", "train.max_minutes=null"]
-    cmd = [sys.executable, str(ROOT / "train.py"), f"hydra.run.dir={tmp_path}", *common]
-    process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    log, deadline = tmp_path / "train.log", time.time() + 300
-    while not (log.exists() and "step 20 |" in log.read_text()):
-        assert process.poll() is None and time.time() < deadline, "training ended before step 20"
-        time.sleep(0.05)
-    process.send_signal(signum)
+    process = start_script(command("train.py", f"hydra.run.dir={tmp_path}", *common), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "train.log"
+    stop_when(process, lambda: log.exists() and "step 20 |" in log.read_text(), "step 20", signum)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == exit_code, stderr[-2000:]
     assert "Traceback" not in stderr
@@ -193,20 +185,18 @@ def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir
 def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(multi30k_dir, tmp_path):
     sweep = ["experiment=ci", "train.max_steps=60", "train.lr=1e-3,2e-3", "train.eval_every=10",
              "train.attention_every=0", "train.head_importance=false", "train.threads=1"]
-    cmd = [sys.executable, str(ROOT / "train.py"), "-m", *sweep, f"hydra.sweep.dir={tmp_path}"]
-    process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    log, deadline = tmp_path / "0" / "train.log", time.time() + 300
-    while not (log.exists() and "step 20 |" in log.read_text()):
-        assert process.poll() is None and time.time() < deadline, "the first job ended before step 20"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
+    process = start_script(command("train.py", "-m", *sweep, f"hydra.sweep.dir={tmp_path}"), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "0" / "train.log"
+    stop_when(process, lambda: log.exists() and "step 20 |" in log.read_text(), "the first job's step 20",
+              signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
-    command = stderr.strip().splitlines()[-1].split("continue with: ")[1]
+    continued = stderr.strip().splitlines()[-1].split("continue with: ")[1]
     # the first job's own values, no sweep and no -m: the command continues this job alone
-    assert command == (f"python train.py experiment=ci train.max_steps=60 train.lr=0.001 train.eval_every=10 "
+    assert continued == (f"python train.py experiment=ci train.max_steps=60 train.lr=0.001 train.eval_every=10 "
                        f"train.attention_every=0 train.head_importance=False train.threads=1 "  # as Hydra writes them
                        f"hydra.run.dir={tmp_path / '0'}")
-    subprocess.run([sys.executable, *command.split()[1:]], cwd=ROOT, check=True, capture_output=True, timeout=300)
+    run_script(*shlex.split(continued)[1:])
     assert "resumed from" in log.read_text() and (tmp_path / "0" / "results.json").is_file()
     assert not (tmp_path / "1").exists()
 

@@ -1,6 +1,5 @@
 """Search correctness, and translate.py as a user runs it."""
 import subprocess
-import sys
 
 import pytest
 import torch
@@ -10,7 +9,8 @@ from inference.checkpoint import load_checkpoint, load_for_inference
 from inference.translator import Translator
 from model.search import beam_search, greedy_search
 
-from helpers import ROOT
+from helpers import run_script, start_script
+from helpers.commands import command
 
 SENTENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
              "Eine Frau mit einem roten Hut sitzt auf einer Bank vor einem großen Gebäude.", "Kinder."]
@@ -109,11 +109,8 @@ def test_n_best_hypotheses_are_distinct(trained):
 # --- the command line -------------------------------------------------------------------
 
 def translate(*args, stdin: bytes | None = None, check=True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, str(ROOT / "translate.py"), *map(str, args)], cwd=ROOT,
-                            input=stdin, capture_output=True, timeout=300)
-    if check and result.returncode != 0:
-        raise AssertionError(result.stderr.decode())
-    return result
+    """translate.py as a user runs it; bytes in and out (tests feed it bad UTF-8)."""
+    return run_script("translate.py", *args, input=stdin, check=check, text=False)
 
 
 def test_arguments_stdin_and_file_agree_and_keep_empty_lines(ci_run, tmp_path):
@@ -319,8 +316,8 @@ def test_a_terminal_gets_each_translation_as_its_line_is_entered(ci_run):
     import select
 
     controller, terminal = pty.openpty()
-    process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), "-c", str(ci_run), "--greedy"], cwd=ROOT,
-                               stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = start_script(command("translate.py", "-c", ci_run, "--greedy"), stdin=terminal,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     os.close(terminal)
     try:
         os.write(controller, (SENTENCES[0] + "\n").encode())

@@ -1,29 +1,12 @@
-"""Shared by the test modules: running train.py as a user would, composing configs, reading events,
-comparing two runs' training state."""
-import subprocess
-import sys
-from pathlib import Path
+"""A run's config, events and checkpoints as tests read them."""
 
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from inference.checkpoint import load_checkpoint
-from training.config import CONF_DIR, compose_config, register_configs
-
-ROOT = Path(__file__).resolve().parents[1]
-CONF = CONF_DIR
-register_configs()
 
 
-def run_train(run_dir: Path, *overrides: str, check=True, **kwargs) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(ROOT / "train.py"), f"hydra.run.dir={run_dir}", *overrides]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, **kwargs)
-    if check and result.returncode != 0:
-        raise AssertionError(f"train.py failed ({result.returncode}):\n{result.stderr[-3000:]}")
-    return result
-
-
-def scalars(run_dir: Path) -> EventAccumulator:
+def scalars(run_dir) -> EventAccumulator:
     """The TensorBoard events of a run folder, everything loaded."""
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
     events.Reload()

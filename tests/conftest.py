@@ -58,3 +58,12 @@ def ci_run(multi30k_dir, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("ci_run")
     run_train(run_dir, "experiment=ci", "train.average_last=3")
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def trained(ci_run):
+    """The ci run's best model and its tokenizer, loaded once."""
+    from inference.checkpoint import load_for_inference
+
+    model, tokenizer, _ = load_for_inference(ci_run)
+    return model, tokenizer

@@ -1,13 +1,11 @@
-"""The ATTENTION tab of TensorBoard: its backend routes on the `ci` run, and the tab itself in a
-real headless Chromium driven by Selenium, as a user opens it."""
+"""The ATTENTION tab of TensorBoard: its backend routes on the `ci` run (the tab in a browser:
+test_attention_tab_browser.py)."""
 import gzip
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import threading
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 from tensorboard.plugins.base_plugin import TBContext
 from werkzeug.test import Client
 
-from viz.attention_store import read_step, steps
+from viz.attention_store import read_step
 from viz.kinds import KINDS
 from viz.attention_tab.plugin import AttentionPlugin
 
@@ -127,194 +125,3 @@ def test_static_serves_only_its_own_files(plugin):
     assert app.get("/data/plugin/attention/static/../plugin.py").status_code == 404
     assert app.get("/data/plugin/attention/static/nothing.js").status_code == 404
 
-
-# --- in a real browser ------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def chrome():
-    """Headless Chromium through Selenium and Debian's chromedriver. Required in CI, whose
-    .ci/run installs them; skipped elsewhere when missing, saying so."""
-    browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (browser and driver_path):
-        reason = "needs chromium and chromedriver (Debian: apt install chromium chromium-driver)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(driver_path))
-    yield driver
-    driver.quit()
-
-
-class TensorBoard:
-    """`tensorboard --logdir LOGDIR` as a user starts it, on 127.0.0.1 and a port of its choosing."""
-
-    def __init__(self, logdir: Path) -> None:
-        command = [str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
-                   "--host", "127.0.0.1", "--port", "0"]
-        self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.url = ""
-        found = threading.Event()
-
-        def read() -> None:  # TensorBoard says where it serves on stderr
-            for line in self.process.stderr:
-                self.lines.append(line)
-                if match := re.search(r"at (http://\S+?)/?(\s|$)", line):
-                    self.url = match[1]
-                    found.set()
-        threading.Thread(target=read, daemon=True).start()
-        if not found.wait(timeout=120):
-            self.process.kill()
-            raise AssertionError("tensorboard did not start:\n" + "".join(self.lines))
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-def wait_for(driver, condition, what: str, timeout: float = 60):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(lambda d: condition(d), message=f"waited for {what}")
-
-
-def drawing(driver) -> tuple[str, list[str]]:
-    """What the heatmap shows: the body's record of the drawn selection and every cell's fill."""
-    return driver.execute_script(
-        "return [document.body.dataset.drawn || '',"
-        " Array.from(document.querySelectorAll('#heatmap rect.cell')).map(r => r.getAttribute('fill'))]")
-
-
-def test_the_attention_tab_in_chromium(chrome, ci_run, tmp_path):
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import Select
-
-    board = TensorBoard(ci_run)
-    try:
-        chrome.get(f"{board.url}/#attention")
-        # the tab is in TensorBoard's bar, and its page is the plugin's frame
-        wait_for(chrome, lambda d: "ATTENTION" in d.find_element(By.TAG_NAME, "body").text.upper(), "the tab's name")
-        frame = wait_for(chrome, lambda d: d.find_elements(By.CSS_SELECTOR, "iframe"), "the plugin's frame")[0]
-        chrome.switch_to.frame(frame)
-        wait_for(chrome, lambda d: d.find_elements(By.CSS_SELECTOR, "#heatmap rect.cell"), "the heatmap")
-        first_map_ms = chrome.execute_script("return document.body.dataset.firstMapMs")
-
-        # the newest step's cross-attention, layer 1, mean of heads, with the probe's pieces as labels
-        stored = read_step(ci_run, steps(ci_run)[-1])
-        rows, cols = stored.axis_labels(0, "cross")
-        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == rows
-        assert [e.get_attribute("textContent") for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .col-label")] == cols
-        drawn, fills = drawing(chrome)
-        assert drawn == ".|240|0|cross|0|mean|map" and len(fills) == len(rows) * len(cols)
-        assert "source" in chrome.find_element(By.ID, "caption").text
-
-        # hovering a cell names its query piece, key piece and weight, and lights both labels
-        cell = chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="1"][data-k="0"]')
-        ActionChains(chrome).move_to_element(cell).perform()
-        tooltip = chrome.find_element(By.ID, "tooltip").text
-        assert f"query {rows[1]}" in tooltip and f"key {cols[0]}" in tooltip and cell.get_attribute("data-weight")[:4] in tooltip
-        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label.lit")] == [rows[1]]
-
-        # the step slider goes back to step 0: a different drawing (untrained weights)
-        chrome.find_element(By.ID, "step").send_keys(Keys.HOME)
-        wait_for(chrome, lambda d: drawing(d)[0] == ".|0|0|cross|0|mean|map", "step 0 drawn")
-        assert "step 0 (1 of 4)" in chrome.find_element(By.ID, "step-label").text
-        step0_fills = drawing(chrome)[1]
-        chrome.find_element(By.ID, "step").send_keys(Keys.END)
-        wait_for(chrome, lambda d: drawing(d)[0].startswith(".|240|"), "step 240 drawn again")
-        assert drawing(chrome)[1] == fills and step0_fills != fills
-
-        # another layer: another drawing
-        Select(chrome.find_element(By.ID, "layer")).select_by_value("1")
-        wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|cross|1|mean|map", "layer 2 drawn")
-        assert drawing(chrome)[1] != fills
-        chrome.save_screenshot(str(tmp_path / "attention_tab.png"))
-
-        # lines between the sequences, every head; and the grid of all layers x heads
-        Select(chrome.find_element(By.ID, "view_select")).select_by_value("lines")
-        wait_for(chrome, lambda d: d.find_elements(By.CSS_SELECTOR, "#lines line"), "the lines view")
-        heads_drawn = {e.get_attribute("data-head") for e in chrome.find_elements(By.CSS_SELECTOR, "#lines line")}
-        assert heads_drawn <= {str(h) for h in range(N_HEADS)} and len(heads_drawn) >= 2
-        assert len(chrome.find_elements(By.CSS_SELECTOR, "#heads-legend .chip")) == N_HEADS
-        Select(chrome.find_element(By.ID, "view_select")).select_by_value("grid")
-        wait_for(chrome, lambda d: d.find_elements(By.CSS_SELECTOR, "#grid .panel"), "the grid view")
-        assert len(chrome.find_elements(By.CSS_SELECTOR, "#grid .panel")) == N_LAYERS * (N_HEADS + 1)
-        chrome.find_elements(By.CSS_SELECTOR, "#grid .panel")[N_HEADS + 1 + 2].click()  # layer 2, head 3
-        wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|cross|1|2|map", "a grid panel opened as a map")
-        assert chrome.find_element(By.ID, "message").is_displayed() is False
-        print(f"first map drawn {first_map_ms} ms after the tab's frame started loading")
-        if screenshot := os.environ.get("ATTENTION_TAB_SCREENSHOT"):
-            chrome.switch_to.default_content()
-            chrome.save_screenshot(screenshot)
-    finally:
-        chrome.switch_to.default_content()
-        board.close()
-
-
-# Added to every frame before its own scripts: the page's timers run 100x sooner (its 30 s
-# refresh every 0.3 s), and while window.slowMaps is set the maps arrive 2 s late.
-IMPATIENT_PAGE = """
-const setInterval_ = window.setInterval, fetch_ = window.fetch;
-window.setInterval = (f, ms, ...rest) => setInterval_(f, ms / 100, ...rest);
-window.fetch = (url, ...rest) => String(url).startsWith('maps?') && window.slowMaps
-  ? new Promise((done) => setTimeout(done, 2000)).then(() => fetch_(url, ...rest)) : fetch_(url, ...rest);
-"""
-
-
-def test_the_tab_draws_only_maps_of_the_selection_and_refreshes_only_on_news(chrome, ci_run):
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-
-    script = chrome.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": IMPATIENT_PAGE})
-    board = TensorBoard(ci_run)
-    try:
-        chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")  # what the tab's frame loads
-        wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|cross|0|mean|map", "the first heatmap")
-
-        # refreshes that find nothing new leave the drawing, and what the pointer lit on it, alone
-        cell = chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="1"][data-k="0"]')
-        ActionChains(chrome).move_to_element(cell).perform()
-        chrome.execute_script("document.getElementById('heatmap').dataset.mark = 'before'")
-        chrome.execute_script("return new Promise((done) => setTimeout(done, 1500))")  # ~5 refreshes
-        assert chrome.execute_script("return document.getElementById('heatmap').dataset.mark") == "before"
-
-        # another kind, then another layer before its maps arrive: the old drawing stays whole
-        # (never the old maps under the new labels), and the new maps are drawn when they come
-        stored = read_step(ci_run, 240)
-        chrome.execute_script("window.slowMaps = true")
-        Select(chrome.find_element(By.ID, "kind")).select_by_value("encoder_self")
-        Select(chrome.find_element(By.ID, "layer")).select_by_value("1")
-        assert drawing(chrome)[0] == ".|240|0|cross|0|mean|map"
-        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == \
-            stored.axis_labels(0, "cross")[0]
-        wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|encoder_self|1|mean|map", "the new kind and layer")
-        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == \
-            stored.axis_labels(0, "encoder_self")[0]
-    finally:
-        chrome.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]})
-        board.close()
-
-
-def test_the_tab_explains_a_logdir_without_attention(chrome, tmp_path):
-    (tmp_path / "just_started").mkdir()
-    board = TensorBoard(tmp_path)
-    try:
-        chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")  # what the tab's frame loads
-        from selenium.webdriver.common.by import By
-
-        text = wait_for(chrome, lambda d: "No run under" in d.find_element(By.ID, "message").text
-                        and d.find_element(By.ID, "message").text, "the message")
-        assert "train.attention_every" in text
-        assert not chrome.find_elements(By.CSS_SELECTOR, "#heatmap")
-    finally:
-        board.close()

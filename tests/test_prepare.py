@@ -1,0 +1,82 @@
+"""data/prepare.py: the tokenizer trained on training pairs only, tokenized splits cached, and runs that
+cache at once leaving each other's files alone."""
+import logging
+import shutil
+from pathlib import Path
+
+from data import DataConfig, TokenizerConfig, prepare_data
+from data.tokenizer import train_tokenizer
+
+
+def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(multi30k_dir, tmp_path, monkeypatch):
+    import data.tokenizer
+
+    seen = []
+    real_train = data.tokenizer._train_model
+    monkeypatch.setattr(data.tokenizer, "_train_model", lambda sentences, cfg: seen.append(sentences) or
+                        real_train(sentences, cfg))
+    cfg = DataConfig(dir=multi30k_dir, cache_dir=str(tmp_path), max_train_examples=300, max_eval_examples=50,
+                     tokenizer=TokenizerConfig(vocab_size=500))
+    prepared = prepare_data(cfg)
+    train = prepared.text["train"]
+    assert seen == [list(train["src"]) + list(train["tgt"])]  # one joint model, of exactly these
+    held_out = {s for split in ("val", "test_2016_flickr") for side in ("src", "tgt")
+                for s in prepared.text[split][side]}
+    assert held_out and not held_out & set(seen[0])
+
+
+def tiny_text_and_tokenizer(tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    pairs = {"src": [f"ein hund {i}" for i in range(60)], "tgt": [f"a dog {i}" for i in range(60)]}
+    text = DatasetDict({"train": Dataset.from_dict(pairs), "val": Dataset.from_dict(pairs)})
+    tokenizer = train_tokenizer(pairs["src"], pairs["tgt"], TokenizerConfig(vocab_size=25, byte_fallback=False),
+                                tmp_path)
+    return text, tokenizer
+
+
+def test_a_tokenized_cache_entry_being_written_by_another_run_is_left_alone(tmp_path):
+    """Runs preparing the same data at once (bench/rank_on_gpu.sh): one must not delete the
+    other's half-written entry, whatever its temporary name."""
+    from data.prepare import tokenize_splits
+
+    text, tokenizer = tiny_text_and_tokenizer(tmp_path)
+    first = tokenize_splits(text, tokenizer, tmp_path)
+    entry = next((tmp_path / "tokenized").iterdir())
+    shutil.rmtree(entry)
+    others = [entry.with_name(entry.name + ".tmp"), entry.with_name(f".{entry.name}.other.tmp")]
+    for folder in others:  # what other runs are writing right now
+        folder.mkdir()
+        (folder / "half-written").write_text("")
+    again = tokenize_splits(text, tokenizer, tmp_path)
+    assert all((folder / "half-written").is_file() for folder in others)
+    assert again["val"]["src_ids"] == first["val"]["src_ids"]
+
+
+def test_a_run_that_finishes_caching_second_keeps_the_first_ones_entry(tmp_path, monkeypatch):
+    from datasets import DatasetDict
+
+    from data.prepare import tokenize_splits
+
+    text, tokenizer = tiny_text_and_tokenizer(tmp_path)
+    real_save = DatasetDict.save_to_disk
+
+    def save_while_another_run_finishes_first(self, path, **kwargs):
+        real_save(self, path, **kwargs)  # ours, under a temporary name: the entry's name and more
+        entry = Path(path).with_name(Path(path).name.lstrip(".").split(".")[0])
+        real_save(self, str(entry), **kwargs)  # theirs, complete, under the entry's name
+        finished.append(entry.name)
+
+    finished = []
+    monkeypatch.setattr(DatasetDict, "save_to_disk", save_while_another_run_finishes_first)
+    tokens = tokenize_splits(text, tokenizer, tmp_path)
+    assert tokens["train"]["src_ids"] == tokenizer.encode_src(text["train"]["src"])
+    assert [p.name for p in (tmp_path / "tokenized").iterdir()] == finished  # theirs, and no temporary left
+
+
+def test_tokenized_splits_are_cached(multi30k_dir, multi30k, multi30k_cache, caplog):
+    with caplog.at_level(logging.INFO, logger="data"):
+        again = prepare_data(DataConfig(dir=multi30k_dir, cache_dir=multi30k_cache))
+    assert any("tokenized splits loaded from cache" in r.message for r in caplog.records)
+    assert not any("training SentencePiece" in r.message for r in caplog.records)
+    assert again.tokens["val"][:5] == multi30k.tokens["val"][:5]

@@ -1,0 +1,50 @@
+"""data/tokenizer.py: SentencePiece trained on the training text, round trips, special ids, caches."""
+import logging
+import re
+import unicodedata
+
+import pytest
+
+from data import BOS_ID, EOS_ID, PAD_ID, TokenizerConfig
+from data.tokenizer import train_tokenizer
+from utils.errors import UserError
+
+
+def nmt_nfkc(s: str) -> str:
+    """What SentencePiece's default normalizer does: NFKC, whitespace runs collapsed, stripped."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", s)).strip()
+
+
+def test_round_trip_on_test_sentences(multi30k):
+    tok = multi30k.tokenizer
+    test = multi30k.text["test_2016_flickr"]
+    src, tgt = list(test["src"]), list(test["tgt"])
+    assert tok.src.decode(tok.encode_src(src)) == [nmt_nfkc(s) for s in src]
+    assert tok.decode_tgt(tok.encode_tgt(tgt)) == [nmt_nfkc(s) for s in tgt]
+    # byte fallback: characters never seen in training still survive
+    assert tok.decode_tgt(tok.encode_tgt(["Ωμέγα 漢字 ✓"])) == ["Ωμέγα 漢字 ✓"]
+
+
+def test_special_ids_are_fixed(multi30k):
+    sp = multi30k.tokenizer.src
+    assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, 1, BOS_ID, EOS_ID)
+    assert multi30k.tokenizer.joint and multi30k.tokenizer.src_vocab_size == 8000
+
+
+def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
+    words_de = "ein kleiner hund eine katze spielt im garten mit zwei kindern und einem ball".split()
+    words_en = "a small dog a cat plays in the garden with two children and one ball".split()
+    train_src = [" ".join(words_de[i:] + words_de[:i]) for i in range(len(words_de))] * 10
+    train_tgt = [" ".join(words_en[i:] + words_en[:i]) for i in range(len(words_en))] * 10
+    cfg = TokenizerConfig(vocab_size=300, model_type="bpe")
+    with caplog.at_level(logging.INFO, logger="data.tokenizer"):
+        first = train_tokenizer(train_src, train_tgt, cfg, tmp_path)
+        second = train_tokenizer(train_src, train_tgt, cfg, tmp_path)
+        separate = train_tokenizer(train_src, train_tgt,
+                                   TokenizerConfig(vocab_size=30, joint=False, byte_fallback=False), tmp_path)
+    assert first.fingerprint() == second.fingerprint()
+    assert sum("training SentencePiece" in r.message for r in caplog.records) == 2
+    assert any("loaded from cache" in r.message for r in caplog.records)
+    assert not separate.joint and separate.src_model != separate.tgt_model
+    with pytest.raises(UserError, match="SentencePiece training failed: .*Vocabulary size too high"):
+        train_tokenizer(train_src, train_tgt, TokenizerConfig(vocab_size=5000), tmp_path)

@@ -1,0 +1,130 @@
+"""Translating with a trained model (inference/translator.py, model/search.py on the ci run's
+weights): search correctness, one line per translation, evaluation leaving the mode it found."""
+import pytest
+import torch
+
+from data.batching import pad
+from inference.translator import Translator
+from model.search import beam_search, greedy_search
+
+from helpers import SENTENCES
+
+
+@pytest.fixture(scope="module")
+def test_sources(trained, multi30k):
+    _, tokenizer = trained
+    return tokenizer.encode_src(list(multi30k.text["test_2016_flickr"]["src"][:120]))
+
+
+def batches(src_ids, size=40):
+    for start in range(0, len(src_ids), size):
+        yield pad(src_ids[start: start + size])
+
+
+def test_greedy_equals_beam_size_one(trained, test_sources):
+    model, _ = trained
+    for src in batches(test_sources):
+        greedy = greedy_search(model, src, max_len=40)
+        beam = beam_search(model, src, beam_size=1, max_len=40)
+        assert [g.tokens for g in greedy] == [b[0].tokens for b in beam]
+
+
+def test_beam_scores_are_the_models_log_probabilities(trained, test_sources):
+    """Re-score the beam's best hypotheses with one teacher-forced pass: the same log-prob."""
+    model, _ = trained
+    src = pad(test_sources[:8])
+    best = [hyps[0] for hyps in beam_search(model, src, beam_size=3, max_len=40)]
+    for row, hyp in enumerate(best):
+        tgt = torch.tensor([[2, *hyp.tokens]])
+        logits = model(src[row: row + 1, : int((src[row] != 0).sum())], tgt).logits
+        log_probs = logits.log_softmax(-1)[0]
+        gold = torch.tensor([*hyp.tokens, 3])
+        assert log_probs.gather(1, gold[:, None]).sum().item() == pytest.approx(hyp.log_prob, abs=1e-3)
+
+
+def test_cached_decoding_gives_the_same_output_as_uncached(trained, test_sources):
+    model, _ = trained
+    src = pad(test_sources[:30])
+    assert ([h.tokens for h in greedy_search(model, src, 40)]
+            == [h.tokens for h in greedy_search(model, src, 40, use_cache=False)])
+    cached = beam_search(model, src, beam_size=3, max_len=40, n_best=3)
+    uncached = beam_search(model, src, beam_size=3, max_len=40, n_best=3, use_cache=False)
+    assert [[h.tokens for h in hyps] for hyps in cached] == [[h.tokens for h in hyps] for hyps in uncached]
+
+
+def test_order_is_restored_after_length_sorting(trained):
+    model, tokenizer = trained
+    translator = Translator(model, tokenizer, beam_size=3, batch_size=2)
+    together = translator.translate(SENTENCES)
+    one_by_one = [translator.translate([s])[0] for s in SENTENCES]
+    assert together == one_by_one
+    assert translator.translate(["", "   ", SENTENCES[0]]) == ["", "", one_by_one[0]]
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_translation_does_not_depend_on_its_batch_mates(trained, beam_size):
+    """Tight limits (0.3 x source pieces) bind; a long batch-mate must not loosen them."""
+    model, tokenizer = trained
+    translator = Translator(model, tokenizer, beam_size=beam_size, max_len_ratio=0.3, max_len_extra=0)
+    short, long = SENTENCES[1], " ".join([SENTENCES[2]] * 3)
+    alone = translator.translate_ids(translator.source_ids([short]))[0]
+    assert len(alone) == int(0.3 * len(translator.source_ids([short])[0]))  # the limit was reached
+    batched = translator.translate_ids(translator.source_ids([short, long]))[0]
+    assert batched == alone
+
+
+def test_length_options_change_outputs_as_documented(trained, multi30k):
+    model, tokenizer = trained
+    sources = list(multi30k.text["val"]["src"][:30])
+
+    def lengths(**options) -> list[int]:
+        translator = Translator(model, tokenizer, beam_size=4, **options)
+        return [len(ids) for ids in translator.translate_ids(translator.source_ids(sources))]
+
+    capped = lengths(max_len_ratio=0.0, max_len_extra=3)
+    assert max(capped) <= 3 and max(lengths()) > 3
+    assert sum(lengths(length_penalty=0.0)) < sum(lengths(length_penalty=2.0))  # alpha 0 favours short outputs
+
+
+def test_n_best_hypotheses_are_distinct(trained):
+    model, tokenizer = trained
+    translator = Translator(model, tokenizer, beam_size=4)
+    for hyps in translator.search(translator.source_ids(SENTENCES), n_best=4):
+        assert len(hyps) == 4 and len({tuple(h.tokens) for h in hyps}) == 4
+        assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+
+
+def test_a_translation_is_one_line_whatever_its_pieces_decode_to(trained):
+    """Byte-fallback pieces can spell a line break (<0x0A>), and text can hold U+2028: either
+    would split one translation over two output lines."""
+    model, tokenizer = trained
+    piece = tokenizer.tgt.piece_to_id
+    ids = [piece("▁A"), piece("<0x0A>"), piece("▁dog"), *tokenizer.encode_tgt(["\u2028cat\u0085"])[0]]
+    assert "\n" in tokenizer.decode_tgt([ids])[0]  # what the pieces spell
+    (text,) = Translator(model, tokenizer).decode([ids])
+    assert len(text.splitlines()) == 1 and "dog" in text and "cat" in text
+
+
+def test_evaluation_helpers_give_back_training_mode(trained, multi30k):
+    """The training loop relies on this: evaluating mid-run must not switch dropout off."""
+    from torch.utils.data import DataLoader
+
+    from data import TokenBucketSampler, collate
+    from training.validation import validation_loss
+    from inference.attention import collect_attention
+
+    model, tokenizer = trained
+    model.train()
+    translator = Translator(model, tokenizer, beam_size=2)
+    translator.translate(SENTENCES[:2])
+    assert model.training
+    collect_attention(model, tokenizer, SENTENCES[:2], translator.translate_ids(translator.source_ids(SENTENCES[:2])))
+    assert model.training
+    text = multi30k.text["val"][:20]
+    val = [{"src_ids": s, "tgt_ids": t}
+           for s, t in zip(tokenizer.encode_src(text["src"]), tokenizer.encode_tgt(text["tgt"]))]
+    loader = DataLoader(val, collate_fn=collate, batch_sampler=TokenBucketSampler(
+        [len(x["src_ids"]) for x in val], [len(x["tgt_ids"]) for x in val], 4096, shuffle=False))
+    validation_loss(model, loader, torch.device("cpu"), lambda: torch.autocast("cpu", enabled=False))
+    assert model.training
+    model.eval()

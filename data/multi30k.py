@@ -4,18 +4,13 @@ Two sources, one code path after loading: a local folder in the official layout
 (`{split}.{lang}.gz`, or plain `{split}.{lang}`), or, when no folder is given, the official
 files downloaded and cached through `datasets`.
 """
-import gzip
-import logging
 import os
-import zlib
 from pathlib import Path
 
-from datasets import Dataset, DatasetDict, DownloadManager
+from datasets import DatasetDict, DownloadManager
 
+from data.sources import pairs, read_lines
 from utils.errors import UserError
-from utils.text import utf8_lines
-
-log = logging.getLogger(__name__)
 
 LANGUAGES = ("en", "de", "fr", "cs")
 STANDARD_SPLITS = ("train", "val", "test_2016_flickr")
@@ -42,17 +37,6 @@ def _split_file(folder: Path, split: str, lang: str) -> Path | None:
         if (folder / name).is_file():
             return folder / name
     return None
-
-
-def read_lines(path: Path) -> list[str]:
-    """Lines of a gzip or plain UTF-8 text file (utils/text.py: one per "\n")."""
-    try:
-        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as stream:
-            return list(utf8_lines(stream, str(path)))
-    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise UserError(f"{path} is not a readable gzip file ({e})") from None
-    except OSError as e:
-        raise UserError(f"cannot read {path} ({e.strerror or e})") from None
 
 
 def available_splits(folder: Path, langs: tuple[str, ...]) -> list[str]:
@@ -117,10 +101,5 @@ def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None,
         if len(src) != len(tgt):
             raise UserError(f"line counts differ: {files[split, src_lang]} has {len(src)} lines, "
                             f"{files[split, tgt_lang]} has {len(tgt)}")
-        if split == "train":
-            keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
-            if len(keep) < len(src):
-                log.info("dropped %d empty or whitespace-only training pairs", len(src) - len(keep))
-            src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
-        result[split] = Dataset.from_dict({"src": src, "tgt": tgt})
+        result[split] = pairs(split, src, tgt, f"{files[split, src_lang]} and {files[split, tgt_lang]}")
     return DatasetDict(result)

@@ -1,4 +1,4 @@
-"""From configuration to tokenized splits: load Multi30k, get a tokenizer, tokenize (cached)."""
+"""From configuration to tokenized splits: load the corpus, get a tokenizer, tokenize (cached)."""
 import hashlib
 import logging
 import shutil
@@ -10,6 +10,8 @@ import datasets
 from datasets import DatasetDict, load_from_disk
 
 from data.multi30k import load_multi30k
+from data.sources import SOURCES, carve_validation, load_files, load_hf, load_table, split_names
+from utils.errors import UserError
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
 
 log = logging.getLogger(__name__)
@@ -20,7 +22,25 @@ datasets.disable_progress_bars()  # a few fast steps; the training bar is the on
 class DataConfig:
     src_lang: str = "de"
     tgt_lang: str = "en"
-    dir: str | None = None  # local Multi30k folder; None: $MULTI30K_DIR, else download
+    # where the pairs come from (data/sources.py): multi30k, files, tsv, jsonl or hf
+    source: str = "multi30k"
+    dir: str | None = None  # multi30k: the local folder; None: $MULTI30K_DIR, else download
+    # files: a prefix per split ({prefix}.{lang}, or .gz); tsv, jsonl: a file per split; hf: the
+    # dataset's split names. Any number of test splits; without val, val_size training pairs
+    # drawn with val_seed validate instead.
+    train: str | None = None
+    val: str | None = None
+    test: list[str] = field(default_factory=list)
+    val_size: int = 1000
+    val_seed: int = 1234
+    # tsv: a column number, or its name with header=true (defaults 0 and 1); jsonl: a key, or a
+    # language under "translation"; hf: a column, or a language of the translation column
+    # (defaults: the languages)
+    src_field: str | None = None
+    tgt_field: str | None = None
+    header: bool = False
+    name: str | None = None  # hf: a dataset on the hub, or a local folder (save_to_disk) or data files
+    subset: str | None = None  # hf: the dataset's configuration, e.g. de-en
     cache_dir: str = ".cache/minitrans"  # tokenizers and tokenized splits
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     # First N pairs only (quick runs, CI); None keeps everything. The tokenizer is trained on
@@ -80,10 +100,37 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
     return load_from_disk(str(folder))  # memory-mapped, the same object a cached run gets
 
 
+def load_corpus(cfg: DataConfig, splits: list[str] | None = None, data_dir: str | None = None) -> DatasetDict:
+    """The configured source's splits (`splits` only, if given): train, val, tests."""
+    source = getattr(cfg, "source", "multi30k")  # a checkpoint's config from before sources had a name
+    if source == "multi30k":
+        return load_multi30k(cfg.src_lang, cfg.tgt_lang, data_dir or cfg.dir, splits)
+    if source not in SOURCES:
+        raise UserError(f"data.source must be one of {', '.join(SOURCES)}, not {source!r}")
+    if cfg.src_lang == cfg.tgt_lang:
+        raise UserError(f"source and target language are both {cfg.src_lang!r}")
+    what = {"files": "prefix ({prefix}.{lang})", "hf": "split's name"}.get(source, f"{source} file")
+    named = split_names(cfg.train, cfg.val, list(cfg.test), what)
+    wanted = set(splits or named) | ({"train"} if cfg.val is None else set())  # carving val needs train
+    named = {split: where for split, where in named.items() if split in wanted}
+    fields = (cfg.src_field or ("0" if source == "tsv" else cfg.src_lang),
+              cfg.tgt_field or ("1" if source == "tsv" else cfg.tgt_lang))
+    if source == "files":
+        text = load_files(cfg.src_lang, cfg.tgt_lang, named)
+    elif source == "hf":
+        if not cfg.name:
+            raise UserError("data.name is required with data.source=hf: a dataset's name or a local folder")
+        text = load_hf(cfg.name, cfg.subset, named, *fields)
+    else:
+        text = load_table(source, named, *fields, header=cfg.header)
+    text = carve_validation(text, cfg.val_size, cfg.val_seed)
+    return DatasetDict({split: ds for split, ds in text.items() if splits is None or split in splits})
+
+
 def load_text(cfg: DataConfig, splits: list[str] | None = None, data_dir: str | None = None) -> DatasetDict:
     """The configured language pair's splits, each cut to the configured number of examples
-    (`data_dir`, if given, instead of the configured folder)."""
-    text = load_multi30k(cfg.src_lang, cfg.tgt_lang, data_dir or cfg.dir, splits)
+    (`data_dir`, if given, instead of the configured Multi30k folder)."""
+    text = load_corpus(cfg, splits, data_dir)
     for split, ds in text.items():
         limit = cfg.max_train_examples if split == "train" else cfg.max_eval_examples
         if limit is not None and limit < len(ds):

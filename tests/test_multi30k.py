@@ -49,7 +49,7 @@ def test_empty_pairs_dropped_from_train_but_kept_in_test(tmp_path, caplog):
     for split in ("train", "test_2016_flickr"):
         write(tmp_path, f"{split}.de.gz", ["eins", "  ", "drei"])
         write(tmp_path, f"{split}.en.gz", ["one", "two", ""])
-    with caplog.at_level(logging.INFO, logger="data.multi30k"):
+    with caplog.at_level(logging.INFO, logger="data.sources"):
         text = load_multi30k("de", "en", str(tmp_path))
     assert list(text["train"]["tgt"]) == ["one"]
     assert list(text["test_2016_flickr"]["tgt"]) == ["one", "two", ""]

@@ -56,7 +56,7 @@ def finish(trainer: Trainer) -> dict:
                "minutes": round(progress.elapsed / 60, 2), "parameters": trainer.model.num_parameters(),
                "precision": cfg.precision, "best_val_bleu": progress.best_bleu, "test": {}}
     translator = trainer.validation.translator(cfg.test_beam_size)
-    for split in (s for s in trainer.data.text if s.startswith("test")):
+    for split in (s for s in trainer.data.text if s not in ("train", "val")):
         text = trainer.data.text[split]
         t0 = trainer.clock()
         hyps = translator.translate(list(text["src"]))

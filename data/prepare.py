@@ -15,7 +15,7 @@ from utils.errors import UserError
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
 
 log = logging.getLogger(__name__)
-datasets.disable_progress_bars()  # a few fast steps; the training bar is the one that matters
+datasets.disable_progress_bars()  # its quick steps say nothing; tokenizing, the slow one, shows its bar
 
 
 @dataclass
@@ -77,10 +77,16 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
         log.info("tokenized splits loaded from cache %s", folder)
         return load_from_disk(str(folder))
     log.info("tokenizing %s", ", ".join(f"{split} ({len(ds)})" for split, ds in text.items()))
-    tokens = text.map(
-        lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
-        batched=True, remove_columns=["src", "tgt"], load_from_cache_file=False,
-    )
+    datasets.enable_progress_bars()  # a large corpus takes a while: say how far it is
+    try:
+        tokens = text.map(
+            lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]),
+                           "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
+            batched=True, batch_size=10_000, remove_columns=["src", "tgt"], load_from_cache_file=False,
+            desc="tokenizing",
+        )
+    finally:
+        datasets.disable_progress_bars()
     # Saved under a name of this process's own, then renamed: an entry appears whole or not at
     # all, and runs preparing the same data at once (bench/rank_on_gpu.sh starts several) never
     # write into or delete each other's files. The first rename wins; a later one finds the

@@ -35,6 +35,11 @@ class TokenizerConfig:
     # Unknown characters are spelled as UTF-8 bytes instead of mapping to unk, so any input
     # round-trips exactly (costs 256 vocabulary entries).
     byte_fallback: bool = True
+    # SentencePiece learns from at most this many sentences, drawn at random from a larger
+    # corpus (its input_sentence_size): a million pairs' two million sentences would take
+    # minutes and gigabytes for a vocabulary that a sample learns as well. Multi30k's 58,000
+    # are all used.
+    max_sentences: int = 1_000_000
 
     def __post_init__(self) -> None:
         if self.model_type not in ("unigram", "bpe"):
@@ -113,6 +118,7 @@ def _train_model(sentences: list[str], cfg: TokenizerConfig) -> bytes:
             sentence_iterator=iter(sentences), model_writer=stream,
             model_type=cfg.model_type, vocab_size=cfg.vocab_size,
             character_coverage=cfg.character_coverage, byte_fallback=cfg.byte_fallback,
+            input_sentence_size=cfg.max_sentences, shuffle_input_sentence=True,
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
             num_threads=os.cpu_count() or 1, minloglevel=2,
         )

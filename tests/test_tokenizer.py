@@ -48,3 +48,13 @@ def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
     assert not separate.joint and separate.src_model != separate.tgt_model
     with pytest.raises(UserError, match="SentencePiece training failed: .*Vocabulary size too high"):
         train_tokenizer(train_src, train_tgt, TokenizerConfig(vocab_size=5000), tmp_path)
+
+
+def test_a_large_corpus_trains_the_tokenizer_on_a_sample(toy, tmp_path):
+    """max_sentences caps what SentencePiece reads (its input_sentence_size, at least 101): a
+    sample of the toy corpus's 1,400 sentences learns other pieces than all of them do."""
+    train = toy.text["train"]
+    everything = train_tokenizer(train["src"], train["tgt"], TokenizerConfig(vocab_size=340), tmp_path)
+    sampled = train_tokenizer(train["src"], train["tgt"], TokenizerConfig(vocab_size=340, max_sentences=101), tmp_path)
+    pieces = [{model.id_to_piece(i) for i in range(340)} for model in (everything.src, sampled.src)]
+    assert pieces[0] != pieces[1]

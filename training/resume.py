@@ -143,7 +143,8 @@ def take_changed_settings(trainer: Trainer, changed: dict[str, tuple]) -> None:
         return
     trainer.schedule = Schedule.from_config(trainer.cfg)  # a run bounded by steps: planned to its new end
     step = trainer.progress.step
-    if trainer.schedule.kind == "linear" and trainer.cfg.max_minutes is not None and step >= trainer.schedule.warmup_steps:
+    if (trainer.schedule.kind == "linear" and trainer.cfg.max_minutes is not None
+            and step >= trainer.schedule.warmup_steps):
         per_step = max(trainer.progress.elapsed / max(step, 1), 1e-6)  # so far, validations and checkpoints included
         trainer.schedule.plan_whole(min(step + int((trainer.budget - trainer.progress.elapsed) / per_step),
                                      trainer.cfg.max_steps))

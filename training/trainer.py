@@ -157,8 +157,8 @@ class Trainer:
         lr = self.cfg.lr * self.schedule.factor(self.progress.step + 1)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        result = train_step(self.train_model, self.optimizer, self.cfg.label_smoothing, batches, normalizer, self.autocast,
-                            self.cfg.clip_grad_norm, self.device)
+        result = train_step(self.train_model, self.optimizer, self.cfg.label_smoothing, batches, normalizer,
+                            self.autocast, self.cfg.clip_grad_norm, self.device)
         if not result.updated:
             last_good = latest_step_checkpoint(self.ckpt_dir)
             raise UserError(f"non-finite loss ({result.loss:.4g}) or gradient norm ({result.grad_norm:.4g}) at "

@@ -15,7 +15,8 @@ from utils.errors import UserError
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
 
 log = logging.getLogger(__name__)
-datasets.disable_progress_bars()  # its quick steps say nothing; tokenizing, the slow one, shows its bar
+datasets.disable_progress_bars()  # its quick steps say nothing; tokenizing a large corpus shows its bar
+BAR_FROM_PAIRS = 100_000  # ~5 s of tokenizing on 2 cores (bench/data_prep.py); Multi30k's 29,000 show none
 
 
 @dataclass
@@ -77,7 +78,8 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
         log.info("tokenized splits loaded from cache %s", folder)
         return load_from_disk(str(folder))
     log.info("tokenizing %s", ", ".join(f"{split} ({len(ds)})" for split, ds in text.items()))
-    datasets.enable_progress_bars()  # a large corpus takes a while: say how far it is
+    if max(len(ds) for ds in text.values()) >= BAR_FROM_PAIRS:  # a large corpus takes a while: say how far it is
+        datasets.enable_progress_bars()
     try:
         tokens = text.map(
             lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]),

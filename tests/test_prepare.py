@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 from data import DataConfig, TokenizerConfig, prepare_data
+from data.prepare import tokenize_splits
 from data.tokenizer import train_tokenizer
 
 
@@ -80,3 +81,15 @@ def test_tokenized_splits_are_cached(multi30k_dir, multi30k, multi30k_cache, cap
     assert any("tokenized splits loaded from cache" in r.message for r in caplog.records)
     assert not any("training SentencePiece" in r.message for r in caplog.records)
     assert again.tokens["val"][:5] == multi30k.tokens["val"][:5]
+
+
+def test_tokenizing_shows_a_bar_for_a_large_corpus_only(toy, tmp_path, monkeypatch, capfd):
+    """A bar where tokenizing takes a while; none for Multi30k's size, so a one-line error
+    after data preparation stays one line."""
+    import data.prepare
+
+    tokenize_splits(toy.text, toy.tokenizer, tmp_path / "small")
+    assert "tokenizing" not in capfd.readouterr().err
+    monkeypatch.setattr(data.prepare, "BAR_FROM_PAIRS", 500)  # the toy corpus's 700 training pairs: "large"
+    tokenize_splits(toy.text, toy.tokenizer, tmp_path / "large")
+    assert "tokenizing: 100%" in capfd.readouterr().err

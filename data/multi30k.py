@@ -9,7 +9,7 @@ from pathlib import Path
 
 from datasets import DatasetDict, DownloadManager
 
-from data.sources import pairs, read_lines
+from data.sources import read_parallel
 from utils.errors import UserError
 
 LANGUAGES = ("en", "de", "fr", "cs")
@@ -97,9 +97,5 @@ def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None,
 
     result = {}
     for split in dict.fromkeys(split for split, _ in files):
-        src, tgt = read_lines(files[split, src_lang]), read_lines(files[split, tgt_lang])
-        if len(src) != len(tgt):
-            raise UserError(f"line counts differ: {files[split, src_lang]} has {len(src)} lines, "
-                            f"{files[split, tgt_lang]} has {len(tgt)}")
-        result[split] = pairs(split, src, tgt, f"{files[split, src_lang]} and {files[split, tgt_lang]}")
+        result[split] = read_parallel(split, files[split, src_lang], files[split, tgt_lang])
     return DatasetDict(result)

@@ -11,8 +11,8 @@ from datasets import DatasetDict, load_from_disk
 
 from data.multi30k import load_multi30k
 from data.sources import SOURCES, carve_validation, load_files, load_hf, load_table, split_names
-from utils.errors import UserError
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
+from utils.errors import UserError
 
 log = logging.getLogger(__name__)
 datasets.disable_progress_bars()  # its quick steps say nothing; tokenizing a large corpus shows its bar

@@ -33,12 +33,8 @@ log = logging.getLogger(__name__)
 SOURCES = ("multi30k", "files", "tsv", "jsonl", "hf")
 
 
-def read_lines(path: Path) -> list[str]:
-    """Lines of a gzip or plain UTF-8 text file (utils/text.py: one per "\\n")."""
-    return list(_lines(path))
-
-
 def _lines(path: Path) -> Iterator[str]:
+    """Lines of a gzip or plain UTF-8 text file (utils/text.py: one per "\\n")."""
     try:
         with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as stream:
             yield from utf8_lines(stream, str(path))
@@ -46,6 +42,15 @@ def _lines(path: Path) -> Iterator[str]:
         raise UserError(f"{path} is not a readable gzip file ({e})") from None
     except OSError as e:
         raise UserError(f"cannot read {path} ({e.strerror or e})") from None
+
+
+def read_parallel(split: str, src_path: Path, tgt_path: Path) -> Dataset:
+    """A split from two line-aligned text files, one per language (Multi30k's, or a corpus's
+    `{prefix}.{lang}`): they must have the same number of lines."""
+    src, tgt = list(_lines(src_path)), list(_lines(tgt_path))
+    if len(src) != len(tgt):
+        raise UserError(f"line counts differ: {src_path} has {len(src)} lines, {tgt_path} has {len(tgt)}")
+    return pairs(split, src, tgt, f"{src_path} and {tgt_path}")
 
 
 def pairs(split: str, src: list[str], tgt: list[str], where: str) -> Dataset:
@@ -93,11 +98,7 @@ def load_files(src_lang: str, tgt_lang: str, named: dict[str, str | None]) -> Da
             if not found:
                 raise UserError(f"no {split} file for {lang!r}: neither {candidates[0]} nor {candidates[1]} exists")
             files[lang] = found[0]
-        src, tgt = read_lines(files[src_lang]), read_lines(files[tgt_lang])
-        if len(src) != len(tgt):
-            raise UserError(f"line counts differ: {files[src_lang]} has {len(src)} lines, "
-                            f"{files[tgt_lang]} has {len(tgt)}")
-        result[split] = pairs(split, src, tgt, f"{files[src_lang]} and {files[tgt_lang]}")
+        result[split] = read_parallel(split, files[src_lang], files[tgt_lang])
     return DatasetDict(result)
 
 
@@ -187,7 +188,7 @@ def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_fie
             loaded = datasets.load_from_disk(str(local))
         else:
             loaded = datasets.load_dataset(str(local) if local.exists() else name, subset)
-    except (ConnectionError, OSError, ValueError, FileNotFoundError, datasets.exceptions.DatasetNotFoundError) as e:
+    except (OSError, ValueError, datasets.exceptions.DatasetNotFoundError) as e:  # OSError: offline, missing files
         if local.exists():
             raise UserError(f"cannot load the dataset in {local} ({type(e).__name__}: {str(e).splitlines()[0]})") \
                 from None
@@ -202,21 +203,15 @@ def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_fie
             continue
         if theirs not in loaded:
             raise UserError(f"dataset {name!r} has no split {theirs!r}; it has {', '.join(loaded)}")
-        table = loaded[theirs]
-        src, tgt = [], []
-        for field, out in ((src_field, src), (tgt_field, tgt)):
-            if field in table.column_names:
-                out.extend(table[field])
-            elif "translation" in table.column_names:
-                column = table["translation"]
-                if column and field not in column[0]:
-                    raise UserError(f"dataset {name!r} split {theirs!r}: its translations have "
-                                    f"{', '.join(column[0])}, not {field!r}")
-                out.extend(pair[field] for pair in column)
-            else:
-                raise UserError(f"dataset {name!r} split {theirs!r} has no column {field!r} and no translation "
-                                f"column; it has {', '.join(table.column_names)}")
-        result[split] = pairs(split, src, tgt, f"dataset {name!r} split {theirs!r}")
+        table = loaded[theirs].flatten()  # translation: {de: .., en: ..} -> columns translation.de, translation.en
+        texts = []
+        for field in (src_field, tgt_field):
+            column = next((c for c in (field, f"translation.{field}") if c in table.column_names), None)
+            if column is None:
+                raise UserError(f"dataset {name!r} split {theirs!r} has no column {field!r} nor translation.{field}; "
+                                f"it has {', '.join(table.column_names)}")
+            texts.append(list(table[column]))
+        result[split] = pairs(split, *texts, f"dataset {name!r} split {theirs!r}")
     return DatasetDict(result)
 
 

@@ -1,3 +1,3 @@
 """What every room and command shares, importing none of them: the error a user can fix
 (errors.py), option parsing with one-line errors (cli.py), device and precision (device.py),
-files written atomically (files.py)."""
+files written atomically (files.py), UTF-8 lines (text.py)."""

@@ -7,7 +7,7 @@ joins training pairs a and b (drawn with a fixed seed) on both sides, so the tex
 language with Multi30k's vocabulary and twice its sentence length. Writes them as parallel
 files, then, in a fresh process as `train.py data=files` would, loads them, carves the
 validation split, trains the tokenizer (on its `max_sentences` sample) and tokenizes every
-split into the cache, timing each stage and reading the process's peak RSS. Writes
+split into the cache, timing each stage and reading the process's peak RSS after each. Writes
 bench/results/data_prep.json.
 """
 import argparse
@@ -33,15 +33,16 @@ from data.prepare import load_corpus, tokenize_splits
 from data.tokenizer import train_tokenizer
 from pathlib import Path
 cfg = DataConfig(source="files", train={train!r}, cache_dir={cache!r})
-times = {{}}
-t = time.perf_counter(); text = load_corpus(cfg); times["load_and_carve"] = time.perf_counter() - t
-t = time.perf_counter()
-tokenizer = train_tokenizer(text["train"]["src"], text["train"]["tgt"], cfg.tokenizer, Path(cfg.cache_dir))
-times["tokenizer"] = time.perf_counter() - t
-t = time.perf_counter(); tokens = tokenize_splits(text, tokenizer, Path(cfg.cache_dir))
-times["tokenize"] = time.perf_counter() - t
+times, peak = {{}}, {{}}
+def done(stage, started):
+    times[stage] = time.perf_counter() - started
+    peak[stage] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # the process's peak so far
+t = time.perf_counter(); text = load_corpus(cfg); done("load_and_carve", t)
+t = time.perf_counter(); tokenizer = train_tokenizer(text["train"], cfg.tokenizer, Path(cfg.cache_dir))
+done("tokenizer", t)
+t = time.perf_counter(); tokens = tokenize_splits(text, tokenizer, Path(cfg.cache_dir)); done("tokenize", t)
 print(json.dumps({{"seconds": times, "pairs": {{s: len(d) for s, d in tokens.items()}},
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}}))
+                  "peak_rss_mb": peak["tokenize"], "peak_rss_mb_after": peak}}))
 """
 
 
@@ -77,7 +78,8 @@ def main() -> None:
     tokenized = sum(measured["pairs"].values())
     result = {"pairs": args.pairs, "splits": measured["pairs"], "seconds": {k: round(v, 1) for k, v in seconds.items()},
               "tokenized_pairs_per_sec": round(tokenized / seconds["tokenize"]),
-              "peak_rss_mb": measured["peak_rss_mb"], "threads": os.cpu_count()}
+              "peak_rss_mb": measured["peak_rss_mb"], "peak_rss_mb_after": measured["peak_rss_mb_after"],
+              "threads": os.cpu_count()}
     print(json.dumps(result, indent=2))
     write_result(args.out, result)
 

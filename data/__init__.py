@@ -1,4 +1,5 @@
-"""minitrans data: Multi30k loading, SentencePiece tokenization, token-budget batching."""
+"""minitrans data: corpora (Multi30k, files, tables, Hugging Face), SentencePiece tokenization, token-budget
+batching."""
 from data.batching import Batch, TokenBucketSampler, collate
 from data.multi30k import load_multi30k
 from data.prepare import DataConfig, PreparedData, prepare_data

@@ -9,6 +9,7 @@ from pathlib import Path
 import datasets
 from datasets import DatasetDict, load_from_disk
 
+from data.columns import column_lines, digest_lines
 from data.multi30k import load_multi30k
 from data.sources import SOURCES, carve_validation, load_files, load_hf, load_table, split_names
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
@@ -67,7 +68,7 @@ def _text_digest(text: DatasetDict) -> str:
     for split, ds in text.items():
         digest.update(split.encode())
         for column in ("src", "tgt"):
-            digest.update("\n".join(ds[column]).encode() + b"\0")
+            digest_lines(digest, column_lines(ds, column))
     return digest.hexdigest()[:16]
 
 
@@ -80,25 +81,27 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
     log.info("tokenizing %s", ", ".join(f"{split} ({len(ds)})" for split, ds in text.items()))
     if max(len(ds) for ds in text.values()) >= BAR_FROM_PAIRS:  # a large corpus takes a while: say how far it is
         datasets.enable_progress_bars()
-    try:
-        tokens = text.map(
-            lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]),
-                           "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
-            batched=True, batch_size=10_000, remove_columns=["src", "tgt"], load_from_cache_file=False,
-            desc="tokenizing",
-        )
-    finally:
-        datasets.disable_progress_bars()
-    # Saved under a name of this process's own, then renamed: an entry appears whole or not at
+    # Written under a name of this process's own, then renamed: an entry appears whole or not at
     # all, and runs preparing the same data at once (bench/rank_on_gpu.sh starts several) never
     # write into or delete each other's files. The first rename wins; a later one finds the
     # entry there and keeps it.
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
-        tokens.save_to_disk(str(tmp))
         try:
-            tmp.rename(folder)
+            # Each batch's ids go to a file as they are made (not into memory), then saved in
+            # the layout load_from_disk reads.
+            tokens = text.map(
+                lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]),
+                               "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
+                batched=True, batch_size=10_000, remove_columns=["src", "tgt"], load_from_cache_file=False,
+                cache_file_names={split: str(tmp / "map" / f"{split}.arrow") for split in text}, desc="tokenizing",
+            )
+        finally:
+            datasets.disable_progress_bars()
+        tokens.save_to_disk(str(tmp / "entry"))
+        try:
+            (tmp / "entry").rename(folder)
         except OSError:
             if not (folder / "dataset_dict.json").is_file():
                 raise
@@ -150,5 +153,5 @@ def prepare_data(cfg: DataConfig, splits: list[str] | None = None) -> PreparedDa
     text = load_text(cfg, splits)
     if "train" not in text:
         raise ValueError("the tokenizer is trained on the train split; include it in `splits`")
-    tokenizer = train_tokenizer(text["train"]["src"], text["train"]["tgt"], cfg.tokenizer, Path(cfg.cache_dir))
+    tokenizer = train_tokenizer(text["train"], cfg.tokenizer, Path(cfg.cache_dir))
     return PreparedData(tokenizer, text, tokenize_splits(text, tokenizer, Path(cfg.cache_dir)))

@@ -11,7 +11,8 @@
             be reached), or a local copy: a folder written by `save_to_disk`, or data files
 
 After loading, everything is one code path (data/prepare.py). Lines end at "\n" only
-(utils/text.py). Empty or whitespace-only pairs are dropped from `train` only, so that test and
+(utils/text.py). Pairs become Arrow a chunk at a time (`arrow_pairs`), never one Python list of
+the corpus. Empty or whitespace-only pairs are dropped from `train` only, so that test and
 validation translations stay aligned with their references. A corpus without a validation split
 gets one carved from training: `data.val_size` pairs drawn with `data.val_seed`, said in the log.
 """
@@ -19,11 +20,15 @@ import gzip
 import json
 import logging
 import zlib
+from itertools import zip_longest
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from datasets import Dataset, DatasetDict
+from datasets.fingerprint import generate_random_fingerprint
 
 from utils.errors import UserError
 from utils.text import utf8_lines
@@ -31,6 +36,7 @@ from utils.text import utf8_lines
 log = logging.getLogger(__name__)
 
 SOURCES = ("multi30k", "files", "tsv", "jsonl", "hf")
+CHUNK = 100_000  # pairs converted to Arrow at a time
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -44,29 +50,62 @@ def _lines(path: Path) -> Iterator[str]:
         raise UserError(f"cannot read {path} ({e.strerror or e})") from None
 
 
+def _aligned_lines(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
+    """Line i of both files, for every i; the files must have the same number of lines."""
+    src, tgt = _lines(src_path), _lines(tgt_path)
+    count = 0
+    for src_line, tgt_line in zip_longest(src, tgt):
+        if src_line is None or tgt_line is None:  # one file ended: count what the other has left
+            longer = count + 1 + sum(1 for _ in (tgt if src_line is None else src))
+            counts = (count, longer) if src_line is None else (longer, count)
+            raise UserError(f"line counts differ: {src_path} has {counts[0]} lines, {tgt_path} has {counts[1]}")
+        count += 1
+        yield src_line, tgt_line
+
+
 def read_parallel(split: str, src_path: Path, tgt_path: Path) -> Dataset:
     """A split from two line-aligned text files, one per language (Multi30k's, or a corpus's
     `{prefix}.{lang}`): they must have the same number of lines."""
-    src, tgt = list(_lines(src_path)), list(_lines(tgt_path))
-    if len(src) != len(tgt):
-        raise UserError(f"line counts differ: {src_path} has {len(src)} lines, {tgt_path} has {len(tgt)}")
-    return pairs(split, src, tgt, f"{src_path} and {tgt_path}")
+    return pairs(split, arrow_pairs(_aligned_lines(src_path, tgt_path)), f"{src_path} and {tgt_path}")
 
 
-def pairs(split: str, src: list[str], tgt: list[str], where: str) -> Dataset:
-    """One split's sentence pairs: `src[i]` translates as `tgt[i]`; empty pairs dropped from train.
+def arrow_pairs(rows: Iterable[tuple[str, str]]) -> pa.Table:
+    """(source, target) rows -> an Arrow table of columns src and tgt, converted CHUNK rows at a
+    time: only one chunk is ever Python strings, the corpus is Arrow's compact buffers."""
+    batches, src, tgt = [], [], []
 
-    `where` names the data in errors (files, a table, a dataset)."""
-    if not src:
+    def flush() -> None:
+        batches.append(pa.record_batch([pa.array(src, pa.string()), pa.array(tgt, pa.string())], names=["src", "tgt"]))
+        src.clear()
+        tgt.clear()
+
+    for src_text, tgt_text in rows:
+        src.append(src_text)
+        tgt.append(tgt_text)
+        if len(src) == CHUNK:
+            flush()
+    if src or not batches:
+        flush()
+    return pa.Table.from_batches(batches)
+
+
+def pairs(split: str, table: pa.Table, where: str) -> Dataset:
+    """One split's sentence pairs from a table of columns src and tgt (row i: src translates as
+    tgt); empty pairs dropped from train. `where` names the data in errors (files, a table, a
+    dataset)."""
+    if not table.num_rows:
         raise UserError(f"{where} holds no pairs for split {split!r}")
     if split == "train":
-        keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
-        if not keep:
+        blank = pc.or_(*(pc.equal(pc.utf8_trim_whitespace(table[side]), "") for side in ("src", "tgt")))
+        dropped = pc.sum(blank).as_py() or 0
+        if dropped == table.num_rows:
             raise UserError(f"{where}: every training pair is empty")
-        if len(keep) < len(src):
-            log.info("dropped %d empty or whitespace-only training pairs", len(src) - len(keep))
-            src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
-    return Dataset.from_dict({"src": src, "tgt": tgt})
+        if dropped:
+            log.info("dropped %d empty or whitespace-only training pairs", dropped)
+            table = table.filter(pc.invert(blank))
+    # A fingerprint of its own: by default `datasets` hashes the whole table to make one, a
+    # transient copy the size of the corpus (the cache keys are data/prepare.py's, not this).
+    return Dataset(table, fingerprint=generate_random_fingerprint())
 
 
 def split_names(train: str | None, val: str | None, tests: list[str], what: str) -> dict[str, str | None]:
@@ -102,7 +141,7 @@ def load_files(src_lang: str, tgt_lang: str, named: dict[str, str | None]) -> Da
     return DatasetDict(result)
 
 
-def _tsv_pairs(path: Path, src_field: str, tgt_field: str, header: bool) -> tuple[list[str], list[str]]:
+def _tsv_rows(path: Path, src_field: str, tgt_field: str, header: bool) -> Iterator[tuple[str, str]]:
     lines = iter(_lines(path))
     columns: dict[str, int] = {}
     if header:
@@ -117,19 +156,15 @@ def _tsv_pairs(path: Path, src_field: str, tgt_field: str, header: bool) -> tupl
         else:
             has = f"its header has {', '.join(columns)}" if header else "give a column number, or data.header=true"
             raise UserError(f"{path} has no column {field!r}; {has}")
-    src, tgt = [], []
     for number, line in enumerate(lines, start=2 if header else 1):
         cells = line.split("\t")  # no quoting: a tab never occurs inside a sentence of a TSV corpus
         if max(index) >= len(cells):
             raise UserError(f"{path} line {number} has {len(cells)} column(s); columns {index[0]} and {index[1]} "
                             "are read")
-        src.append(cells[index[0]])
-        tgt.append(cells[index[1]])
-    return src, tgt
+        yield cells[index[0]], cells[index[1]]
 
 
-def _jsonl_pairs(path: Path, src_field: str, tgt_field: str) -> tuple[list[str], list[str]]:
-    src, tgt = [], []
+def _jsonl_rows(path: Path, src_field: str, tgt_field: str) -> Iterator[tuple[str, str]]:
     for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
@@ -142,9 +177,7 @@ def _jsonl_pairs(path: Path, src_field: str, tgt_field: str) -> tuple[list[str],
             missing = (src_field, tgt_field)[pair.index(None)]
             raise UserError(f"{path} line {number} has no {missing!r} (neither a key nor translation.{missing}); "
                             f"it has {', '.join(record) if isinstance(record, dict) else type(record).__name__}")
-        src.append(pair[0])
-        tgt.append(pair[1])
-    return src, tgt
+        yield pair[0], pair[1]
 
 
 def _field(record, field: str) -> str | None:
@@ -169,10 +202,10 @@ def load_table(kind: str, named: dict[str, str | None], src_field: str, tgt_fiel
         if not path.is_file():
             raise UserError(f"the {split} file {path} does not exist")
         if kind == "tsv":
-            src, tgt = _tsv_pairs(path, src_field, tgt_field, header)
+            rows = _tsv_rows(path, src_field, tgt_field, header)
         else:
-            src, tgt = _jsonl_pairs(path, src_field, tgt_field)
-        result[split] = pairs(split, src, tgt, str(path))
+            rows = _jsonl_rows(path, src_field, tgt_field)
+        result[split] = pairs(split, arrow_pairs(rows), str(path))
     return DatasetDict(result)
 
 
@@ -204,14 +237,15 @@ def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_fie
         if theirs not in loaded:
             raise UserError(f"dataset {name!r} has no split {theirs!r}; it has {', '.join(loaded)}")
         table = loaded[theirs].flatten()  # translation: {de: .., en: ..} -> columns translation.de, translation.en
-        texts = []
-        for field in (src_field, tgt_field):
+        texts = {}
+        for side, field in (("src", src_field), ("tgt", tgt_field)):
             column = next((c for c in (field, f"translation.{field}") if c in table.column_names), None)
             if column is None:
                 raise UserError(f"dataset {name!r} split {theirs!r} has no column {field!r} nor translation.{field}; "
                                 f"it has {', '.join(table.column_names)}")
-            texts.append(list(table[column]))
-        result[split] = pairs(split, *texts, f"dataset {name!r} split {theirs!r}")
+            # as Arrow, not Python strings; a missing sentence (null) reads as empty
+            texts[side] = pc.fill_null(table.with_format("arrow")[column].cast(pa.string()), "")
+        result[split] = pairs(split, pa.table(texts), f"dataset {name!r} split {theirs!r}")
     return DatasetDict(result)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import sentencepiece as spm
 from datasets import Dataset
 
+from data.columns import column_lines
 from data.tokenizer import Tokenizer
 
 
@@ -51,8 +52,8 @@ class SampledPairs:
 
     def __init__(self, tokenizer: Tokenizer, train_text: Dataset, alpha: float, n_best: int) -> None:
         self.alpha = alpha
-        self.src = SegmentationSampler(tokenizer.src, list(train_text["src"]), n_best)
-        self.tgt = SegmentationSampler(tokenizer.tgt, list(train_text["tgt"]), n_best)
+        self.src = SegmentationSampler(tokenizer.src, list(column_lines(train_text, "src")), n_best)
+        self.tgt = SegmentationSampler(tokenizer.tgt, list(column_lines(train_text, "tgt")), n_best)
 
     def epoch(self, epoch: int, seed: int) -> Dataset:
         """Columns src_ids and tgt_ids, like the tokenized split; the same for the same (seed, epoch)."""

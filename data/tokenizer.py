@@ -10,11 +10,14 @@ import json
 import logging
 import os
 from dataclasses import asdict, dataclass
+from itertools import chain
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import sentencepiece as spm
+from datasets import Dataset
 
+from data.columns import column_lines, digest_lines
 from utils.errors import UserError
 from utils.files import atomic_file
 
@@ -111,11 +114,13 @@ class Tokenizer:
         return hashlib.sha256(self.src_model + b"\0" + self.tgt_model).hexdigest()[:16]
 
 
-def _train_model(sentences: list[str], cfg: TokenizerConfig) -> bytes:
+def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
     stream = io.BytesIO()
     try:
+        # SentencePiece keeps a uniform sample of input_sentence_size of what it reads (a
+        # reservoir), so a corpus of any size streams through in bounded memory.
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences), model_writer=stream,
+            sentence_iterator=sentences, model_writer=stream,
             model_type=cfg.model_type, vocab_size=cfg.vocab_size,
             character_coverage=cfg.character_coverage, byte_fallback=cfg.byte_fallback,
             input_sentence_size=cfg.max_sentences, shuffle_input_sentence=True,
@@ -127,17 +132,15 @@ def _train_model(sentences: list[str], cfg: TokenizerConfig) -> bytes:
     return stream.getvalue()
 
 
-def train_tokenizer(src_sentences: Iterable[str], tgt_sentences: Iterable[str], cfg: TokenizerConfig,
-                    cache_dir: Path) -> Tokenizer:
-    """Train (or load from the cache) the tokenizer for the given training sentences.
+def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> Tokenizer:
+    """Train (or load from the cache) the tokenizer for the training split's `src` and `tgt`.
 
     The cache key covers the settings and every training sentence, so changed data or
     settings train a new model, and the same ones reuse the cached file.
     """
-    src_sentences, tgt_sentences = list(src_sentences), list(tgt_sentences)
     digest = hashlib.sha256(json.dumps(asdict(cfg), sort_keys=True).encode())
-    for side in (src_sentences, tgt_sentences):
-        digest.update("\n".join(side).encode() + b"\0")
+    for side in ("src", "tgt"):
+        digest_lines(digest, column_lines(train, side))
     folder = Path(cache_dir) / "tokenizers" / digest.hexdigest()[:16]
     names = ["joint"] if cfg.joint else ["src", "tgt"]
     paths = [folder / f"{name}.model" for name in names]
@@ -146,10 +149,10 @@ def train_tokenizer(src_sentences: Iterable[str], tgt_sentences: Iterable[str], 
     else:
         log.info("training SentencePiece %s, vocabulary %d, %s", cfg.model_type, cfg.vocab_size,
                  "joint" if cfg.joint else "separate")
-        corpora = [src_sentences + tgt_sentences] if cfg.joint else [src_sentences, tgt_sentences]
-        for path, corpus in zip(paths, corpora):
+        sides = [("src", "tgt")] if cfg.joint else [("src",), ("tgt",)]  # joint: one model reads both
+        for path, columns in zip(paths, sides):
             path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_file(path, "wb") as file:
-                file.write(_train_model(corpus, cfg))
+                file.write(_train_model(chain.from_iterable(column_lines(train, c) for c in columns), cfg))
     models = [p.read_bytes() for p in paths]
     return Tokenizer(models[0], models[-1])

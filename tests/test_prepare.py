@@ -14,8 +14,12 @@ def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(multi30k_d
 
     seen = []
     real_train = data.tokenizer._train_model
-    monkeypatch.setattr(data.tokenizer, "_train_model", lambda sentences, cfg: seen.append(sentences) or
-                        real_train(sentences, cfg))
+
+    def train_recording(sentences, cfg):
+        seen.append(list(sentences))
+        return real_train(iter(seen[-1]), cfg)
+
+    monkeypatch.setattr(data.tokenizer, "_train_model", train_recording)
     cfg = DataConfig(dir=multi30k_dir, cache_dir=str(tmp_path), max_train_examples=300, max_eval_examples=50,
                      tokenizer=TokenizerConfig(vocab_size=500))
     prepared = prepare_data(cfg)
@@ -31,8 +35,7 @@ def tiny_text_and_tokenizer(tmp_path):
 
     pairs = {"src": [f"ein hund {i}" for i in range(60)], "tgt": [f"a dog {i}" for i in range(60)]}
     text = DatasetDict({"train": Dataset.from_dict(pairs), "val": Dataset.from_dict(pairs)})
-    tokenizer = train_tokenizer(pairs["src"], pairs["tgt"], TokenizerConfig(vocab_size=25, byte_fallback=False),
-                                tmp_path)
+    tokenizer = train_tokenizer(text["train"], TokenizerConfig(vocab_size=25, byte_fallback=False), tmp_path)
     return text, tokenizer
 
 
@@ -63,8 +66,9 @@ def test_a_run_that_finishes_caching_second_keeps_the_first_ones_entry(tmp_path,
     real_save = DatasetDict.save_to_disk
 
     def save_while_another_run_finishes_first(self, path, **kwargs):
-        real_save(self, path, **kwargs)  # ours, under a temporary name: the entry's name and more
-        entry = Path(path).with_name(Path(path).name.lstrip(".").split(".")[0])
+        real_save(self, path, **kwargs)  # ours, in a temporary folder: the entry's name and more
+        temporary = Path(path).parent
+        entry = temporary.with_name(temporary.name.lstrip(".").split(".")[0])
         real_save(self, str(entry), **kwargs)  # theirs, complete, under the entry's name
         finished.append(entry.name)
 

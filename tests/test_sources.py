@@ -35,6 +35,22 @@ def test_parallel_files_are_read_as_multi30k_reads_them_in_either_direction(tmp_
     assert reverse["val"]["src"] == TOY["val"]["tgt"] and reverse["val"]["tgt"] == TOY["val"]["src"]
 
 
+def test_a_large_corpus_becomes_arrow_a_chunk_at_a_time(tmp_path, monkeypatch):
+    """Pairs are converted CHUNK at a time (never one Python list of the corpus): chunk borders
+    change nothing, and a file that runs out in a later chunk still names both counts."""
+    from data import sources
+
+    monkeypatch.setattr(sources, "CHUNK", 64)
+    train = corpus("files", train=str(TOY_CORPUS / "train"), val=str(TOY_CORPUS / "val"))["train"]
+    assert train.data.column("src").num_chunks > 1  # Arrow chunks, not one list
+    assert as_pairs(train) == as_pairs(TOY["train"])
+    lines = (TOY_CORPUS / "train.en").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "long.de").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+    (tmp_path / "long.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(UserError, match=f"long.de has {len(lines) - 1} lines, .*long.en has {len(lines)}$"):
+        corpus("files", src_lang="de", tgt_lang="en", train=str(tmp_path / "long"), val=str(TOY_CORPUS / "val"))
+
+
 def write_tsv(path, header: list[str] | None, rows) -> str:
     lines = (["\t".join(header)] if header else []) + ["\t".join(row) for row in rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -82,6 +98,14 @@ def test_a_saved_hugging_face_dataset_and_local_data_files(tmp_path):
                                                       for de, en in as_pairs(TOY["val"])))
     text = corpus("hf", name=str(files), train="train", val="validation")
     assert as_pairs(text["val"]) == as_pairs(TOY["val"])
+
+
+def test_a_missing_sentence_in_a_hugging_face_dataset_reads_as_empty(tmp_path):
+    datasets.Dataset.from_dict({"de": ["ein Hund", None, "eine Katze"], "en": ["a dog", "a cat?", "a cat"]}) \
+        .save_to_disk(str(tmp_path / "nulls"))
+    text = corpus("hf", name=str(tmp_path / "nulls"), train="train", val="train")
+    assert as_pairs(text["train"]) == [("ein Hund", "a dog"), ("eine Katze", "a cat")]  # dropped from training
+    assert as_pairs(text["val"]) == [("ein Hund", "a dog"), ("", "a cat?"), ("eine Katze", "a cat")]  # kept aligned
 
 
 def test_validation_is_carved_from_training_when_there_is_none():

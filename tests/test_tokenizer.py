@@ -4,6 +4,7 @@ import re
 import unicodedata
 
 import pytest
+from datasets import Dataset
 
 from data import BOS_ID, EOS_ID, PAD_ID, TokenizerConfig
 from data.tokenizer import train_tokenizer
@@ -34,27 +35,26 @@ def test_special_ids_are_fixed(multi30k):
 def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
     words_de = "ein kleiner hund eine katze spielt im garten mit zwei kindern und einem ball".split()
     words_en = "a small dog a cat plays in the garden with two children and one ball".split()
-    train_src = [" ".join(words_de[i:] + words_de[:i]) for i in range(len(words_de))] * 10
-    train_tgt = [" ".join(words_en[i:] + words_en[:i]) for i in range(len(words_en))] * 10
+    train = Dataset.from_dict({"src": [" ".join(words_de[i:] + words_de[:i]) for i in range(14)] * 10,
+                               "tgt": [" ".join(words_en[i:] + words_en[:i]) for i in range(14)] * 10})
     cfg = TokenizerConfig(vocab_size=300, model_type="bpe")
     with caplog.at_level(logging.INFO, logger="data.tokenizer"):
-        first = train_tokenizer(train_src, train_tgt, cfg, tmp_path)
-        second = train_tokenizer(train_src, train_tgt, cfg, tmp_path)
-        separate = train_tokenizer(train_src, train_tgt,
-                                   TokenizerConfig(vocab_size=30, joint=False, byte_fallback=False), tmp_path)
+        first = train_tokenizer(train, cfg, tmp_path)
+        second = train_tokenizer(train, cfg, tmp_path)
+        separate = train_tokenizer(train, TokenizerConfig(vocab_size=30, joint=False, byte_fallback=False), tmp_path)
     assert first.fingerprint() == second.fingerprint()
     assert sum("training SentencePiece" in r.message for r in caplog.records) == 2
     assert any("loaded from cache" in r.message for r in caplog.records)
     assert not separate.joint and separate.src_model != separate.tgt_model
     with pytest.raises(UserError, match="SentencePiece training failed: .*Vocabulary size too high"):
-        train_tokenizer(train_src, train_tgt, TokenizerConfig(vocab_size=5000), tmp_path)
+        train_tokenizer(train, TokenizerConfig(vocab_size=5000), tmp_path)
 
 
 def test_a_large_corpus_trains_the_tokenizer_on_a_sample(toy, tmp_path):
     """max_sentences caps what SentencePiece reads (its input_sentence_size, at least 101): a
     sample of the toy corpus's 1,400 sentences learns other pieces than all of them do."""
     train = toy.text["train"]
-    everything = train_tokenizer(train["src"], train["tgt"], TokenizerConfig(vocab_size=340), tmp_path)
-    sampled = train_tokenizer(train["src"], train["tgt"], TokenizerConfig(vocab_size=340, max_sentences=101), tmp_path)
+    everything = train_tokenizer(train, TokenizerConfig(vocab_size=340), tmp_path)
+    sampled = train_tokenizer(train, TokenizerConfig(vocab_size=340, max_sentences=101), tmp_path)
     pieces = [{model.id_to_piece(i) for i in range(340)} for model in (everything.src, sampled.src)]
     assert pieces[0] != pieces[1]

@@ -6,6 +6,7 @@ import sacrebleu
 
 from data import load_multi30k
 from inference.checkpoint import load_checkpoint
+from inference.scoring import moses_bleu
 from training.config import to_run_config
 from training.final_evaluation import flat_hparams
 from training.run import train
@@ -34,6 +35,7 @@ def test_results_json_is_what_the_run_returned_and_the_test_bleu_is_sacrebleus(t
     assert len(hypotheses) == len(references) == 100
     test = results["test"]["test_2016_flickr"]
     assert test["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score, abs=0.01)
+    assert test["bleu_moses_lowercase"] == pytest.approx(moses_bleu(hypotheses, references, "en"), abs=0.01)
     assert test["beam_size"] == 2  # experiment=ci's test_beam_size
 
 

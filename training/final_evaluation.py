@@ -6,7 +6,7 @@ import sys
 
 from analysis.head_importance import head_importance, importance_table, log_head_importance
 from inference.checkpoint import BEST, average_checkpoints, load_checkpoint, step_checkpoints
-from inference.scoring import score_translations
+from inference.scoring import moses_bleu, score_translations
 from training.config import RunConfig
 from training.trainer import Trainer
 
@@ -59,10 +59,13 @@ def finish(trainer: Trainer) -> dict:
     for split in (s for s in trainer.data.text if s not in ("train", "val")):
         text = trainer.data.text[split]
         t0 = trainer.clock()
-        hyps = translator.translate(list(text["src"]))
-        scores = score_translations(hyps, list(text["tgt"]))
-        results["test"][split] = {**dataclasses.asdict(scores), "beam_size": cfg.test_beam_size,
-                                  "sentences_per_sec": round(len(hyps) / max(trainer.clock() - t0, 1e-9), 1)}
+        hyps, refs = translator.translate(list(text["src"])), list(text["tgt"])
+        seconds = trainer.clock() - t0
+        scores = score_translations(hyps, refs)
+        results["test"][split] = {**dataclasses.asdict(scores),
+                                  "bleu_moses_lowercase": moses_bleu(hyps, refs, trainer.run.data.tgt_lang),
+                                  "beam_size": cfg.test_beam_size,
+                                  "sentences_per_sec": round(len(hyps) / max(seconds, 1e-9), 1)}
         (trainer.run_dir / f"{split}.hyp.{trainer.run.data.tgt_lang}").write_text("\n".join(hyps) + "\n",
                                                                                  encoding="utf-8")
         trainer.writer.add_scalar("test/bleu", scores.bleu, progress.step)

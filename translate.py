@@ -1,9 +1,10 @@
-"""Translate sentences with a trained minitrans checkpoint.
+"""Translate sentences with a trained minitrans checkpoint, or its CTranslate2 export.
 
     python translate.py -c runs/RUN "Ein Mann fährt Fahrrad." "Zwei Hunde spielen."
     cat input.de | python translate.py -c runs/RUN/checkpoints/best.pt > output.en
     python translate.py -c runs/RUN -i input.de -o output.en --beam-size 10
     python translate.py -c runs/RUN --show-attention --attention figures/ "Ein Hund rennt."
+    python translate.py -c exports/RUN --compute-type int8 -i input.de    # CTranslate2 (export.py)
 
 One output line per input line, in input order; an empty line stays empty. Typed at a
 terminal (or with --interactive), each line is translated as soon as it is entered.
@@ -16,9 +17,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterator, TextIO
 
-import torch
-
-from inference.checkpoint import load_for_inference
+from inference.api import ENGINES, load_translator
+from inference.ct2_translator import CTranslate2Translator
 from inference.translator import Translator
 from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
 from utils.device import pick_device
@@ -42,13 +42,18 @@ def head_specs(text: str) -> list[tuple[str, int, int]]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
-        description="Translate sentences with a trained minitrans checkpoint. Sentences come from "
-                    "the arguments, else from -i FILE, else from standard input (one per line).",
+        description="Translate sentences with a trained minitrans checkpoint or its CTranslate2 export. "
+                    "Sentences come from the arguments, else from -i FILE, else from standard input (one per "
+                    "line).",
         epilog="A sentence longer than the model's maximum length is truncated, with a warning on "
                "stderr. Exit status: 0 done, 1 a bad checkpoint or input, 2 a bad option.")
     parser.add_argument("sentences", nargs="*", help="sentences to translate")
     parser.add_argument("-c", "--checkpoint", required=True,
-                        help="checkpoint file, or a run folder (uses its checkpoints/best.pt)")
+                        help="checkpoint file, a run folder (uses its checkpoints/best.pt), or a CTranslate2 "
+                             "export (python export.py)")
+    parser.add_argument("--engine", choices=ENGINES, default="auto",
+                        help="minitrans: this project's PyTorch decoder, on a checkpoint; ctranslate2: "
+                             "CTranslate2, on an export; auto (default): by what -c is")
     parser.add_argument("-i", "--input", type=Path, help="read sentences from this file (UTF-8, one per line)")
     parser.add_argument("-o", "--output", type=Path, help="write translations to this file instead of stdout")
     parser.add_argument("--interactive", action="store_true",
@@ -69,7 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("machine")
     run.add_argument("--batch-size", type=positive_int, default=64, help="sentences decoded together (default 64)")
     run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
-    run.add_argument("--threads", type=positive_int, help="CPU threads (default: torch's choice)")
+    run.add_argument("--threads", type=positive_int, help="CPU threads (default: the engine's choice)")
+    run.add_argument("--compute-type", default="default",
+                     help="int8: int8 weights, faster on CPU (either engine, quantized as the model loads); "
+                          "float32; with the ctranslate2 engine any CTranslate2 compute type; default: the "
+                          "weights as saved")
     show = parser.add_argument_group("attention")
     show.add_argument("--attention", type=Path, metavar="DIR",
                       help="write the attention figures of each sentence (encoder self, decoder self, "
@@ -94,17 +103,19 @@ def run(args: argparse.Namespace) -> None:
     beam_size = 1 if args.greedy else args.beam_size
     if args.n_best > beam_size:
         raise UserError(f"--n-best {args.n_best} is larger than the beam size {beam_size}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = pick_device(args.device, "--device")
-    model, tokenizer, _ = load_for_inference(args.checkpoint, device)
-    try:
-        model.mask_heads(args.mask_heads)
-    except ValueError as e:
-        raise UserError(f"--mask-heads: {e}") from None
-    translator = Translator(model, tokenizer, beam_size=beam_size, length_penalty=args.length_penalty,
-                            max_len_ratio=args.max_len_ratio, max_len_extra=args.max_len_extra,
-                            batch_size=args.batch_size)
+    translator = load_translator(args.checkpoint, args.engine, pick_device(args.device, "--device"),
+                                 compute_type=args.compute_type, threads=args.threads or 0, beam_size=beam_size,
+                                 length_penalty=args.length_penalty, max_len_ratio=args.max_len_ratio,
+                                 max_len_extra=args.max_len_extra, batch_size=args.batch_size)
+    if not isinstance(translator, Translator):
+        if args.attention or args.show_attention or args.mask_heads:
+            raise UserError("--attention, --show-attention and --mask-heads need the minitrans engine and a "
+                            "checkpoint: CTranslate2 does not give every layer's attention")
+    else:
+        try:
+            translator.model.mask_heads(args.mask_heads)
+        except ValueError as e:
+            raise UserError(f"--mask-heads: {e}") from None
 
     if args.sentences:
         lines: Iterator[str] = iter(args.sentences)
@@ -147,8 +158,8 @@ def output_file(path: Path | None) -> Iterator[TextIO]:
         yield out
 
 
-def translate_chunk(translator: Translator, chunk: list[str], first: int, args: argparse.Namespace,
-                    out: TextIO) -> None:
+def translate_chunk(translator: Translator | CTranslate2Translator, chunk: list[str], first: int,
+                    args: argparse.Namespace, out: TextIO) -> None:
     """Translate and write one chunk of lines; `first` is the number of its first line."""
     nbest = translator.translate_nbest(chunk, args.n_best)
     for number, hypotheses in enumerate(nbest, start=first):
@@ -160,18 +171,13 @@ def translate_chunk(translator: Translator, chunk: list[str], first: int, args: 
     out.flush()
     if translator.truncated:
         print(f"warning: {translator.truncated} sentence(s) longer than the model's "
-              f"{translator.model.cfg.max_len} pieces were truncated", file=sys.stderr)
+              f"{translator.max_len} pieces were truncated", file=sys.stderr)
     if args.attention or args.show_attention:
-        # imported here: matplotlib adds start-up time that plain translation does not need
-        from inference.attention import collect_attention
-        from viz.attention import save_pngs, terminal_heatmap
+        from viz.attention import save_pngs, terminal_heatmap  # matplotlib: start-up time plain translation skips
 
-        # only sentences with source pieces have attention: a blank line, or one SentencePiece
-        # normalises away (a zero-width space, a control character), has none and no figure
-        rows = [i for i, hyps in enumerate(translator.last_hypotheses) if hyps]
-        maps = collect_attention(translator.model, translator.tokenizer, [chunk[i] for i in rows],
-                                 [translator.last_hypotheses[i][0].tokens for i in rows])
-        for i, att in zip(rows, maps):
+        for i, att in enumerate(translator.attention(chunk)):
+            if att is None:  # a blank line, or one SentencePiece normalises away, has no attention
+                continue
             if args.attention:
                 save_pngs(att, args.attention, f"sentence{first + i}")
             if args.show_attention:

@@ -6,6 +6,7 @@ import torch
 
 from data import Tokenizer
 from data.batching import pad
+from inference.attention import SentenceAttention, collect_attention
 from model import Transformer
 from model.search import Hypothesis, beam_search, greedy_search, output_limits
 
@@ -38,9 +39,14 @@ class Translator:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    @property
+    def max_len(self) -> int:
+        """Longest source (in pieces) the model reads; longer ones are truncated."""
+        return self.model.cfg.max_len
+
     def source_ids(self, sentences: Sequence[str]) -> list[list[int]]:
         """Source piece ids, cut to the model's max_len (counted in `truncated`, with a warning)."""
-        limit = self.model.cfg.max_len
+        limit = self.max_len
         ids = self.tokenizer.encode_src(sentences)
         self.truncated = sum(len(x) > limit for x in ids)
         if self.truncated:
@@ -86,3 +92,15 @@ class Translator:
         found = self.search(self.source_ids([s.strip() for s in sentences]), n_best)
         return [list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else []
                 for hyps in found]
+
+    def attention(self, sentences: Sequence[str]) -> list[SentenceAttention | None]:
+        """Every attention map (all kinds, layers, heads) of each sentence with its best
+        translation; None for a sentence without source pieces (blank, or normalised away)."""
+        found = self.search(self.source_ids([s.strip() for s in sentences]))
+        rows = [i for i, hyps in enumerate(found) if hyps]
+        maps = collect_attention(self.model, self.tokenizer, [sentences[i].strip() for i in rows],
+                                 [found[i][0].tokens for i in rows])
+        result: list[SentenceAttention | None] = [None] * len(sentences)
+        for i, att in zip(rows, maps):
+            result[i] = att
+        return result

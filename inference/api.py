@@ -1,0 +1,53 @@
+"""The Python API: a trained model, from a checkpoint or an exported CTranslate2 directory, ready
+to translate in a few lines, without the command line.
+
+    from inference import load_translator
+
+    translator = load_translator("runs/RUN")                   # a run folder or a checkpoint file
+    translator.translate(["Ein Hund rennt.", "Zwei Kinder spielen."])  # ["A dog is running.", ...]
+    translator.translate_nbest(["Ein Hund rennt."], 3)         # [[(text, score), ...]], best first
+    translator.attention(["Ein Hund rennt."])[0].maps["cross"]  # per layer: (heads, target, source)
+    load_translator("exports/de-en").translate(["Ein Hund rennt."])  # through CTranslate2
+
+Both engines take the search settings of Translator (beam_size, length_penalty, max_len_ratio,
+max_len_extra, batch_size) and translate alike: blank in, empty out; one line per translation.
+"""
+from pathlib import Path
+
+import torch
+
+from inference.checkpoint import load_for_inference
+from inference.ct2_translator import CTranslate2Translator, is_export
+from inference.quantize import quantize_int8
+from inference.translator import Translator
+from utils.errors import UserError
+
+ENGINES = ("auto", "minitrans", "ctranslate2")
+
+
+def load_translator(path: str | Path, engine: str = "auto", device: str | torch.device = "cpu",
+                    compute_type: str = "default", threads: int = 0,
+                    **search) -> Translator | CTranslate2Translator:
+    """A translator for `path`: with engine "minitrans" this project's PyTorch decoder on a
+    checkpoint (file, or run folder: its best.pt); with "ctranslate2" CTranslate2 on a directory
+    written by export.py; "auto" picks by what `path` is. `compute_type` "int8" gives either
+    engine int8 weights (ours: inference/quantize.py; CTranslate2 quantizes a float32 export as it
+    loads), "default" the weights as saved. `threads` 0: the engine's choice."""
+    if engine not in ENGINES:
+        raise UserError(f"unknown engine {engine!r}: choose {', '.join(ENGINES)}")
+    exported = is_export(path)
+    if engine == "ctranslate2" or (engine == "auto" and exported):
+        device = torch.device(device).type  # CTranslate2 names devices "cpu" and "cuda"
+        return CTranslate2Translator(path, device=device, compute_type=compute_type, threads=threads, **search)
+    if exported:
+        raise UserError(f"{path} is a CTranslate2 export: translate it with the ctranslate2 engine")
+    if compute_type not in ("default", "float32", "int8"):
+        raise UserError(f"the minitrans engine computes in float32 or int8, not {compute_type!r}")
+    if threads:
+        torch.set_num_threads(threads)
+    model, tokenizer, _ = load_for_inference(path, device)
+    if compute_type == "int8":
+        if model.output_proj.weight.device.type != "cpu":
+            raise UserError("int8 (dynamic quantization) runs on the CPU only: give --device cpu")
+        model = quantize_int8(model)
+    return Translator(model, tokenizer, **search)

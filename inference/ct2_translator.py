@@ -1,0 +1,78 @@
+"""Translating with an exported CTranslate2 directory (inference/ct2_export.py), under the same
+contract as translator.Translator: blank input gives an empty line, a translation never spans
+lines, n-best with scores, overlong sources truncated with a count.
+
+The search is CTranslate2's own beam search (greedy at beam 1), told what ours does: the same
+beam size and length penalty (score = log_prob / length ** alpha), no <unk>, <pad> or <s>
+produced, and outputs cut at max_len_ratio * source pieces + max_len_extra (CTranslate2 takes one
+limit per batch: the longest source's, over length-sorted batches as ours).
+"""
+import json
+from pathlib import Path
+from typing import Sequence
+
+from data import Tokenizer
+from inference.ct2_export import MANIFEST
+from utils.errors import UserError
+
+
+def is_export(path: str | Path) -> bool:
+    return (Path(path) / MANIFEST).is_file() and (Path(path) / "model.bin").is_file()
+
+
+class CTranslate2Translator:
+    """Translates batches of sentences with CTranslate2 (see Translator for the arguments);
+    `compute_type` is CTranslate2's (default: the weights' own type; int8 quantizes on load)."""
+
+    def __init__(self, folder: str | Path, beam_size: int = 5, length_penalty: float = 1.0,
+                 max_len_ratio: float = 1.5, max_len_extra: int = 10, batch_size: int = 64, device: str = "cpu",
+                 compute_type: str = "default", threads: int = 0) -> None:
+        try:
+            import ctranslate2
+        except ImportError:
+            raise UserError("the ctranslate2 engine needs the ctranslate2 package: pip install ctranslate2") from None
+        folder = Path(folder).expanduser()
+        if not is_export(folder):
+            raise UserError(f"{folder} is not a minitrans CTranslate2 export (no {MANIFEST} and model.bin); "
+                            "make one with: python export.py -c RUN DIR")
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        models = [(folder / name).read_bytes() for name in manifest["spm"]]
+        self.tokenizer = Tokenizer(models[0], models[-1])
+        self.manifest, self.max_len, self.pieces = manifest, manifest["max_len"], manifest["special_pieces"]
+        try:
+            self.engine = ctranslate2.Translator(str(folder), device=device, compute_type=compute_type,
+                                                 intra_threads=threads)
+        except (RuntimeError, ValueError) as e:
+            raise UserError(f"CTranslate2 cannot load {folder}: {str(e).splitlines()[0]}") from None
+        self.beam_size, self.length_penalty = beam_size, length_penalty
+        self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra
+        self.batch_size = batch_size
+        self.truncated = 0
+
+    def _search(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[list[str], float]]]:
+        """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
+        ids = self.tokenizer.encode_src([s.strip() for s in sentences])
+        self.truncated = sum(len(x) > self.max_len for x in ids)
+        sources = [[self.tokenizer.src.id_to_piece(i) for i in x[: self.max_len]] for x in ids]
+        results: list[list[tuple[list[str], float]]] = [[] for _ in sources]
+        order = sorted((i for i, pieces in enumerate(sources) if pieces), key=lambda i: len(sources[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start: start + self.batch_size]
+            longest = len(sources[chunk[-1]])
+            limit = max(1, min(int(self.max_len_ratio * longest) + self.max_len_extra, self.max_len - 1))
+            found = self.engine.translate_batch(
+                [sources[i] for i in chunk], beam_size=self.beam_size, num_hypotheses=n_best,
+                length_penalty=self.length_penalty, max_decoding_length=limit, return_scores=True, disable_unk=True,
+                suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]])
+            for i, result in zip(chunk, found):
+                results[i] = list(zip(result.hypotheses, result.scores))
+        return results
+
+    def _text(self, pieces: list[str]) -> str:
+        return " ".join(self.tokenizer.tgt.decode_pieces(pieces).splitlines())  # one line, as Translator.decode
+
+    def translate(self, sentences: Sequence[str]) -> list[str]:
+        return [self._text(hyps[0][0]) if hyps else "" for hyps in self._search(sentences, 1)]
+
+    def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
+        return [[(self._text(pieces), score) for pieces, score in hyps] for hyps in self._search(sentences, n_best)]

@@ -1,0 +1,142 @@
+"""export.py and the ctranslate2 engine: the exported model computes what ours does, translates
+as ours does, through translate.py and the Python API; bad inputs are one line."""
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from data.batching import pad
+from inference import load_translator
+from inference.ct2_export import export_ctranslate2
+from inference.ct2_translator import CTranslate2Translator
+from inference.translator import Translator
+from utils.errors import UserError
+
+from helpers import SENTENCES, run_script, tiny_model
+
+ctranslate2 = pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (requirements.txt has it)")
+
+
+def our_log_probs(model, src: list[int], tgt: list[int]) -> torch.Tensor:
+    """(T + 1,) log P(tgt_t | tgt_<t, src) of each target piece and the closing </s>, teacher-forced."""
+    cfg = model.cfg
+    with torch.no_grad():
+        logits = model(pad([src]), pad([[cfg.bos_id, *tgt]])).logits[0]  # (T + 1, V)
+    return F.log_softmax(logits.float(), dim=-1).gather(1, torch.tensor([*tgt, cfg.eos_id])[:, None])[:, 0]
+
+
+@pytest.mark.parametrize("variant", [
+    {},  # the recipe's layout: pre-norm, ReLU, sinusoids, one shared embedding, tied output
+    {"norm_first": False, "activation": "gelu", "positional": "learned", "share_embeddings": False,
+     "tie_output": False},
+])
+def test_the_export_computes_what_our_model_computes(toy, tmp_path, variant):
+    """CTranslate2's scoring of target sentences (teacher-forced log-probabilities of every piece
+    and </s>) equals ours for a model of random weights: every weight went where it belongs."""
+    tokenizer = toy.tokenizer
+    model = tiny_model(src_vocab_size=tokenizer.src_vocab_size, tgt_vocab_size=tokenizer.tgt_vocab_size, **variant)
+    folder = export_ctranslate2(model, tokenizer, {"src_lang": "de", "tgt_lang": "en"}, tmp_path / "export", "float32")
+    engine = ctranslate2.Translator(str(folder), device="cpu")
+    g = torch.Generator().manual_seed(1)
+    pairs = [(torch.randint(4, 360, (s,), generator=g).tolist(), torch.randint(4, 360, (t,), generator=g).tolist())
+             for s, t in ((3, 5), (9, 2), (12, 12), (1, 7))]
+    scored = engine.score_batch([tokenizer.src_pieces(s) for s, _ in pairs],
+                                [tokenizer.tgt_pieces(t) for _, t in pairs])
+    for (src, tgt), result in zip(pairs, scored):
+        theirs = torch.tensor(result.log_probs)
+        assert theirs.shape == (len(tgt) + 1,)
+        torch.testing.assert_close(theirs, our_log_probs(model, src, tgt), atol=2e-4, rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def exported(ci_run, tmp_path_factory):
+    """The ci run's model exported twice, as a user does it: float32 and int8."""
+    folder = tmp_path_factory.mktemp("exports")
+    run_script("export.py", "-c", ci_run, folder / "float32")
+    run_script("export.py", "-c", ci_run, folder / "int8", "--quantize", "int8")
+    return folder
+
+
+def test_greedy_and_beam_translations_match_ours(exported, trained, multi30k):
+    model, tokenizer = trained
+    sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
+    ours = Translator(model, tokenizer, beam_size=1).translate(sources)
+    theirs = CTranslate2Translator(exported / "float32", beam_size=1).translate(sources)
+    assert sum(a == b for a, b in zip(ours, theirs)) >= 98  # float rounding may flip a near tie
+    beam_ours = Translator(model, tokenizer, beam_size=5).translate_nbest(sources[:30], 2)
+    beam_theirs = CTranslate2Translator(exported / "float32", beam_size=5).translate_nbest(sources[:30], 2)
+    assert sum(a[0][0] == b[0][0] for a, b in zip(beam_ours, beam_theirs)) >= 28
+    int8 = CTranslate2Translator(exported / "int8", beam_size=1).translate(sources)
+    assert sum(a == b for a, b in zip(ours, int8)) >= 70  # int8 weights: close, not equal
+    assert (exported / "int8" / "model.bin").stat().st_size < 0.5 * (exported / "float32" / "model.bin").stat().st_size
+
+
+def test_the_export_has_a_model_card_and_the_tokenizer(exported):
+    manifest = json.loads((exported / "float32" / "minitrans.json").read_text())
+    assert (manifest["src_lang"], manifest["tgt_lang"], manifest["quantization"]) == ("de", "en", "float32")
+    assert (exported / "float32" / "spm_joint.model").is_file()
+    card = (exported / "float32" / "README.md").read_text()
+    assert "de→en" in card and manifest["commit"] in card and "export.py -c" in card
+    assert f"{manifest['test']['test_2016_flickr']['bleu']:.2f}" in card
+
+
+def test_translate_py_through_the_export_keeps_its_contract(exported, tmp_path):
+    lines = [SENTENCES[0], "", SENTENCES[1]]
+    out = run_script("translate.py", "-c", exported / "float32", "--greedy", input="\n".join(lines) + "\n").stdout
+    rows = out.split("\n")
+    assert len(rows) == 4 and rows[1] == "" and rows[0] and rows[2]
+    assert rows[:3] == CTranslate2Translator(exported / "float32", beam_size=1).translate(lines)
+    nbest = run_script("translate.py", "-c", exported / "float32", "-n", "2", SENTENCES[0]).stdout.splitlines()
+    assert [row.split("\t")[0] for row in nbest] == ["1", "1"]
+    assert float(nbest[0].split("\t")[1]) >= float(nbest[1].split("\t")[1])
+    int8 = run_script("translate.py", "-c", exported / "float32", "--compute-type", "int8", SENTENCES[0]).stdout
+    assert int8.strip()
+
+
+def test_the_python_api(ci_run, exported, trained):
+    model, tokenizer = trained
+    translator = load_translator(ci_run, beam_size=2)
+    assert translator.translate(SENTENCES[:2]) == Translator(model, tokenizer, beam_size=2).translate(SENTENCES[:2])
+    (first, second), = translator.translate_nbest(SENTENCES[:1], 2)
+    assert first[1] >= second[1] and first[0] != second[0]
+    attention = translator.attention([SENTENCES[0], ""])
+    assert attention[1] is None and set(attention[0].maps) == {"encoder_self", "decoder_self", "cross"}
+    rows = attention[0].maps["cross"][-1].sum(-1)  # (H, T): each query's weights over the source
+    torch.testing.assert_close(rows, torch.ones_like(rows))
+    via_export = load_translator(exported / "float32", beam_size=1)
+    assert isinstance(via_export, CTranslate2Translator)
+    assert via_export.translate(SENTENCES[:2]) == CTranslate2Translator(exported / "float32", beam_size=1) \
+        .translate(SENTENCES[:2])
+    with pytest.raises(UserError, match="is a CTranslate2 export"):
+        load_translator(exported / "float32", engine="minitrans")
+    with pytest.raises(UserError, match="is not a minitrans CTranslate2 export"):
+        load_translator(ci_run, engine="ctranslate2")
+
+
+def one_line_error(script: str, *args) -> str:
+    result = run_script(script, *args, check=False)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr
+
+
+def test_bad_inputs_are_one_line_and_lose_nothing(ci_run, exported, tmp_path):
+    mine = tmp_path / "my_folder"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert "already exists" in one_line_error("export.py", "-c", ci_run, mine)
+    assert "is not a minitrans export" in one_line_error("export.py", "-c", ci_run, mine, "--force")
+    assert (mine / "notes.txt").read_text() == "keep me"
+    assert "invalid choice: 'int4'" in one_line_error("export.py", "-c", ci_run, tmp_path / "x", "--quantize", "int4")
+    (tmp_path / "other.pt").write_bytes(b"not a checkpoint")
+    assert "not a readable minitrans checkpoint" in one_line_error("export.py", "-c", tmp_path / "other.pt",
+                                                                   tmp_path / "y")
+    assert "is not a minitrans CTranslate2 export" in one_line_error("translate.py", "-c", mine,
+                                                                     "--engine", "ctranslate2", "x")
+    assert "need the minitrans engine" in one_line_error("translate.py", "-c", exported / "float32",
+                                                         "--show-attention", "x")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    again = run_script("export.py", "-c", ci_run, exported / "float32", "--force").stdout  # an export is replaced
+    assert "wrote" in again and (exported / "float32" / "model.bin").is_file()
+    assert not [p for p in exported.iterdir() if p.name.startswith(".")]  # no staging folder left

@@ -5,7 +5,8 @@ lines, n-best with scores, overlong sources truncated with a count.
 The search is CTranslate2's own beam search (greedy at beam 1), told what ours does: the same
 beam size and length penalty (score = log_prob / length ** alpha), no <unk>, <pad> or <s>
 produced, and outputs cut at max_len_ratio * source pieces + max_len_extra (CTranslate2 takes one
-limit per batch: the longest source's, over length-sorted batches as ours).
+limit per batch, the longest source's, over length-sorted batches as ours; each output is then
+cut to its own limit, so greedy outputs that run to the limit end where ours do).
 """
 import json
 from pathlib import Path
@@ -56,16 +57,17 @@ class CTranslate2Translator:
         sources = [[self.tokenizer.src.id_to_piece(i) for i in x[: self.max_len]] for x in ids]
         results: list[list[tuple[list[str], float]]] = [[] for _ in sources]
         order = sorted((i for i, pieces in enumerate(sources) if pieces), key=lambda i: len(sources[i]))
+        limits = [max(1, min(int(self.max_len_ratio * len(pieces)) + self.max_len_extra, self.max_len - 1))
+                  for pieces in sources]  # as model/search.py's output_limits
         for start in range(0, len(order), self.batch_size):
             chunk = order[start: start + self.batch_size]
-            longest = len(sources[chunk[-1]])
-            limit = max(1, min(int(self.max_len_ratio * longest) + self.max_len_extra, self.max_len - 1))
             found = self.engine.translate_batch(
                 [sources[i] for i in chunk], beam_size=self.beam_size, num_hypotheses=n_best,
-                length_penalty=self.length_penalty, max_decoding_length=limit, return_scores=True, disable_unk=True,
-                suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]])
+                length_penalty=self.length_penalty, max_decoding_length=limits[chunk[-1]], return_scores=True,
+                disable_unk=True, suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]])
             for i, result in zip(chunk, found):
-                results[i] = list(zip(result.hypotheses, result.scores))
+                # the batch's limit is its longest source's: each output is cut to its own
+                results[i] = [(pieces[: limits[i]], score) for pieces, score in zip(result.hypotheses, result.scores)]
         return results
 
     def _text(self, pieces: list[str]) -> str:

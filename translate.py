@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=positive_int, help="CPU threads (default: the engine's choice)")
     run.add_argument("--compute-type", default="default",
                      help="int8: int8 weights, faster on CPU (either engine, quantized as the model loads); "
+                          "bfloat16: the matmuls in bf16 (our engine, where the CPU or GPU has native bf16); "
                           "float32; with the ctranslate2 engine any CTranslate2 compute type; default: the "
                           "weights as saved")
     show = parser.add_argument_group("attention")

@@ -1,5 +1,5 @@
-"""Decoding speed and quality per engine: ours (PyTorch, fp32 and int8) and CTranslate2 (float32
-and int8), greedy and beam search, side by side.
+"""Decoding speed and quality per engine: ours (PyTorch, fp32, bf16 and int8) and CTranslate2
+(float32 and int8), greedy and beam search, side by side.
 
     .venv/bin/python bench/decode.py -c runs/RUN [--split test_2016_flickr] [--beam-size 5] [--threads 2]
 
@@ -23,9 +23,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
+from utils.device import cpu_description, native_bf16  # noqa: E402
 
 ENGINES = {  # name: (engine, export quantization or None, compute type)
     "ours fp32": ("minitrans", None, "float32"),
+    "ours bf16": ("minitrans", None, "bfloat16"),  # measured only where bf16 is native
     "ours int8": ("minitrans", None, "int8"),
     "CTranslate2 float32": ("ctranslate2", "float32", "default"),
     "CTranslate2 int8": ("ctranslate2", "int8", "default"),
@@ -86,6 +88,9 @@ def main() -> None:
                             args.checkpoint, f"{exports}/{quantization}", "--quantize", quantization], check=True,
                            stdout=subprocess.DEVNULL)
         for name, (engine, quantization, compute_type) in ENGINES.items():
+            if compute_type == "bfloat16" and not native_bf16(torch.device("cpu")):
+                print(f"{name}: skipped, bf16 is emulated on this CPU ({cpu_description()})")
+                continue
             path = f"{exports}/{quantization}" if quantization else args.checkpoint
             done = subprocess.run([sys.executable, __file__, "-c", args.checkpoint, "--child", path, engine, compute_type,
                                    meta["src_lang"],
@@ -101,7 +106,7 @@ def main() -> None:
                       f"{row['tokens_per_sec']:>8.1f} tok/s  BLEU {row['bleu']:.2f}", flush=True)
     for setting in ("greedy", f"beam {args.beam_size}"):  # how many translations each engine shares with ours
         ours = outputs["ours fp32", setting]
-        for name in ENGINES:
+        for name in (name for name in ENGINES if (name, setting) in outputs):
             same = sum(a == b for a, b in zip(ours, outputs[name, setting]))
             results[f"{name}, {setting}"]["same_as_ours_fp32"] = same
     beam = f"beam {args.beam_size}"

@@ -20,6 +20,7 @@ from inference.checkpoint import load_for_inference
 from inference.ct2_translator import CTranslate2Translator, is_export
 from inference.quantize import quantize_int8
 from inference.translator import Translator
+from utils.device import cpu_description, native_bf16
 from utils.errors import UserError
 
 ENGINES = ("auto", "minitrans", "ctranslate2")
@@ -32,7 +33,8 @@ def load_translator(path: str | Path, engine: str = "auto", device: str | torch.
     checkpoint (file, or run folder: its best.pt); with "ctranslate2" CTranslate2 on a directory
     written by export.py; "auto" picks by what `path` is. `compute_type` "int8" gives either
     engine int8 weights (ours: inference/quantize.py; CTranslate2 quantizes a float32 export as it
-    loads), "default" the weights as saved. `threads` 0: the engine's choice."""
+    loads); "bfloat16" runs ours under bf16 autocast where the hardware has bf16; "default" the
+    weights as saved. `threads` 0: the engine's choice."""
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r}: choose {', '.join(ENGINES)}")
     exported = is_export(path)
@@ -41,13 +43,18 @@ def load_translator(path: str | Path, engine: str = "auto", device: str | torch.
         return CTranslate2Translator(path, device=device, compute_type=compute_type, threads=threads, **search)
     if exported:
         raise UserError(f"{path} is a CTranslate2 export: translate it with the ctranslate2 engine")
-    if compute_type not in ("default", "float32", "int8"):
-        raise UserError(f"the minitrans engine computes in float32 or int8, not {compute_type!r}")
+    if compute_type not in ("default", "float32", "int8", "bfloat16"):
+        raise UserError(f"the minitrans engine computes in float32, bfloat16 or int8, not {compute_type!r}")
+    device = torch.device(device)
+    if compute_type == "int8" and device.type != "cpu":
+        raise UserError("int8 (dynamic quantization) runs on the CPU only: give --device cpu")
+    if compute_type == "bfloat16" and not native_bf16(device):
+        raise UserError(f"bfloat16 is not native on this {'GPU' if device.type == 'cuda' else 'CPU'} "
+                        f"({cpu_description() if device.type == 'cpu' else device}): emulated, it would be many "
+                        "times slower than float32; use float32 or int8")
     if threads:
         torch.set_num_threads(threads)
     model, tokenizer, _ = load_for_inference(path, device)
     if compute_type == "int8":
-        if model.output_proj.weight.device.type != "cpu":
-            raise UserError("int8 (dynamic quantization) runs on the CPU only: give --device cpu")
         model = quantize_int8(model)
-    return Translator(model, tokenizer, **search)
+    return Translator(model, tokenizer, bf16=compute_type == "bfloat16", **search)

@@ -92,8 +92,8 @@ def main() -> None:
                 print(f"{name}: skipped, bf16 is emulated on this CPU ({cpu_description()})")
                 continue
             path = f"{exports}/{quantization}" if quantization else args.checkpoint
-            done = subprocess.run([sys.executable, __file__, "-c", args.checkpoint, "--child", path, engine, compute_type,
-                                   meta["src_lang"],
+            done = subprocess.run([sys.executable, __file__, "-c", args.checkpoint, "--child", path, engine,
+                                   compute_type, meta["src_lang"],
                                    meta["tgt_lang"], "--split", args.split, "--beam-size", str(args.beam_size),
                                    "--threads", str(args.threads)], capture_output=True, text=True)
             if done.returncode != 0:

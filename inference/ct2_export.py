@@ -127,14 +127,18 @@ def _data_description(meta: dict) -> str:
     return f"{source} ({where}), {data.get('src_lang', '?')}→{data.get('tgt_lang', '?')}"
 
 
+def _score(value) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "–"  # a run from before a metric existed
+
+
 def _model_card(manifest: dict) -> str:
-    scores = "\n".join(f"| {split} | {s['bleu']:.2f} | {s.get('bleu_moses_lowercase', float('nan')):.2f} |"
+    scores = "\n".join(f"| {split} | {_score(s.get('bleu'))} | {_score(s.get('bleu_moses_lowercase'))} |"
                        for split, s in manifest["test"].items()) or "| (no test scores in the run folder) | | |"
     return f"""# minitrans {manifest['src_lang']}→{manifest['tgt_lang']} (CTranslate2)
 
 A minitrans Transformer ({manifest['parameters']:,} parameters; {manifest['shape']}) exported to
 CTranslate2, weights in {manifest['quantization']}. Trained on: {manifest['data']}. Best validation
-BLEU {manifest['val_bleu']}, step {manifest['step']}.
+BLEU {_score(manifest['val_bleu'])}, step {manifest['step']}.
 
 | test split | sacreBLEU (cased) | BLEU, lowercased Moses tokens |
 |---|---|---|

@@ -176,7 +176,8 @@ def translate_chunk(translator: Translator | CTranslate2Translator, chunk: list[
     if args.attention or args.show_attention:
         from viz.attention import save_pngs, terminal_heatmap  # matplotlib: start-up time plain translation skips
 
-        for i, att in enumerate(translator.attention(chunk)):
+        # the hypotheses just searched: the maps are of the translations written, found once
+        for i, att in enumerate(translator.attention(chunk, translator.last_hypotheses)):
             if att is None:  # a blank line, or one SentencePiece normalises away, has no attention
                 continue
             if args.attention:

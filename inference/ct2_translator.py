@@ -12,8 +12,12 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+import torch
+
 from data import Tokenizer
 from inference.ct2_export import MANIFEST
+from inference.translator import one_line
+from model.search import length_limits
 from utils.errors import UserError
 
 
@@ -57,8 +61,8 @@ class CTranslate2Translator:
         sources = [[self.tokenizer.src.id_to_piece(i) for i in x[: self.max_len]] for x in ids]
         results: list[list[tuple[list[str], float]]] = [[] for _ in sources]
         order = sorted((i for i, pieces in enumerate(sources) if pieces), key=lambda i: len(sources[i]))
-        limits = [max(1, min(int(self.max_len_ratio * len(pieces)) + self.max_len_extra, self.max_len - 1))
-                  for pieces in sources]  # as model/search.py's output_limits
+        limits = length_limits(torch.tensor([len(pieces) for pieces in sources]), self.max_len_ratio,
+                               self.max_len_extra, self.max_len).tolist()  # ours, per sentence
         for start in range(0, len(order), self.batch_size):
             chunk = order[start: start + self.batch_size]
             found = self.engine.translate_batch(
@@ -71,7 +75,7 @@ class CTranslate2Translator:
         return results
 
     def _text(self, pieces: list[str]) -> str:
-        return " ".join(self.tokenizer.tgt.decode_pieces(pieces).splitlines())  # one line, as Translator.decode
+        return one_line(self.tokenizer.tgt.decode_pieces(pieces))
 
     def translate(self, sentences: Sequence[str]) -> list[str]:
         return [self._text(hyps[0][0]) if hyps else "" for hyps in self._search(sentences, 1)]

@@ -13,6 +13,12 @@ from model.search import Hypothesis, beam_search, greedy_search, output_limits
 log = logging.getLogger(__name__)
 
 
+def one_line(text: str) -> str:
+    """A decoded translation as one line: a line break it decodes to (a byte-fallback <0x0A>,
+    U+2028, ...) becomes a space, so that a translation never spans lines."""
+    return " ".join(text.splitlines())
+
+
 class Translator:
     """Translates batches of sentences with a trained model.
 
@@ -82,9 +88,8 @@ class Translator:
         return [hyps[0].tokens if hyps else [] for hyps in self.search(src_ids)]
 
     def decode(self, ids: list[list[int]]) -> list[str]:
-        """Target ids -> one line of text each: a decoded line break (a byte-fallback <0x0A>,
-        U+2028, ...) becomes a space, so that a translation never spans lines."""
-        return [" ".join(text.splitlines()) for text in self.tokenizer.decode_tgt(ids)]
+        """Target ids -> one line of text each (`one_line`)."""
+        return [one_line(text) for text in self.tokenizer.decode_tgt(ids)]
 
     def translate(self, sentences: Sequence[str]) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string."""
@@ -96,10 +101,13 @@ class Translator:
         return [list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else []
                 for hyps in found]
 
-    def attention(self, sentences: Sequence[str]) -> list[SentenceAttention | None]:
+    def attention(self, sentences: Sequence[str], found: list[list[Hypothesis]] | None = None
+                  ) -> list[SentenceAttention | None]:
         """Every attention map (all kinds, layers, heads) of each sentence with its best
-        translation; None for a sentence without source pieces (blank, or normalised away)."""
-        found = self.search(self.source_ids([s.strip() for s in sentences]))
+        translation (from `found`, these sentences' hypotheses if already searched); None for a
+        sentence without source pieces (blank, or normalised away)."""
+        if found is None:
+            found = self.search(self.source_ids([s.strip() for s in sentences]))
         rows = [i for i, hyps in enumerate(found) if hyps]
         maps = collect_attention(self.model, self.tokenizer, [sentences[i].strip() for i in rows],
                                  [found[i][0].tokens for i in rows])

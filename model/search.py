@@ -24,11 +24,15 @@ class Hypothesis:
     log_prob: float  # sum of the log-probabilities of the tokens and the final eos
 
 
+def length_limits(src_len: Tensor, ratio: float, extra: int, max_len: int) -> Tensor:
+    """Most target tokens (eos not counted) for sources of `src_len` pieces: ratio * the length +
+    extra, at least 1, below max_len. (B,) -> (B,)."""
+    return (ratio * src_len).long().add(extra).clamp(1, max_len - 1)
+
+
 def output_limits(model: Transformer, src: Tensor, ratio: float, extra: int) -> Tensor:
-    """Most target tokens (eos not counted) for each sentence: ratio * its source length +
-    extra, at least 1, capped by the model's max_len. (B, S) -> (B,)."""
-    src_len = (src != model.cfg.pad_id).sum(1)
-    return (ratio * src_len).long().add(extra).clamp(1, model.cfg.max_len - 1)
+    """`length_limits` of each sentence of a padded (B, S) batch, under the model's max_len: (B,)."""
+    return length_limits((src != model.cfg.pad_id).sum(1), ratio, extra, model.cfg.max_len)
 
 
 def _limits(max_len: int | Tensor, batch: int, device: torch.device) -> Tensor:

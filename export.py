@@ -14,8 +14,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from inference.checkpoint import CHECKPOINTS, load_for_inference, resolve_checkpoint_path
+from inference.checkpoint import load_for_inference, resolve_checkpoint_path
 from inference.ct2_export import QUANTIZATIONS, export_ctranslate2
+from utils.checkpoint_files import CHECKPOINTS
 from utils.cli import OneLineErrorParser, run_command
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 from analysis.head_importance import checkpoint_importance, importance_grids, importance_table
-from inference.checkpoint import CHECKPOINTS, resolve_checkpoint_path
+from inference.checkpoint import resolve_checkpoint_path
+from utils.checkpoint_files import CHECKPOINTS
 from utils.cli import OneLineErrorParser, positive_int, run_command
 from utils.device import pick_device
 

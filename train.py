@@ -19,9 +19,9 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from inference.checkpoint import checkpoint_folder, latest_step_checkpoint
 from training.config import register_configs
 from training.run import train
+from utils.checkpoint_files import checkpoint_folder, latest_step_checkpoint
 from utils.cli import run_command
 
 register_configs()

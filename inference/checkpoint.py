@@ -10,6 +10,7 @@ import torch
 
 from data import Tokenizer
 from model import Transformer, TransformerConfig
+from utils.checkpoint_files import BEST, checkpoint_folder, latest_step_checkpoint
 from utils.errors import UserError
 from utils.files import atomic_file
 
@@ -41,20 +42,6 @@ def make_checkpoint(model: Transformer, tokenizer: Tokenizer, meta: dict, train_
     return checkpoint
 
 
-# Where a run folder keeps them: RUN/checkpoints/step_<N>.pt (full, to resume from) and
-# RUN/checkpoints/best.pt (the best weights by validation BLEU: all translate.py needs).
-CHECKPOINTS = "checkpoints"
-BEST = "best.pt"
-
-
-def checkpoint_folder(run_dir: Path) -> Path:
-    return Path(run_dir) / CHECKPOINTS
-
-
-def step_checkpoint_path(folder: Path, step: int) -> Path:
-    return folder / f"step_{step:07d}.pt"
-
-
 def resolve_checkpoint_path(path: str | Path, prefer: str | None = BEST) -> Path:
     """A checkpoint file, or a run folder: its checkpoints/`prefer`, else (or with prefer
     None) its latest full training checkpoint."""
@@ -70,16 +57,6 @@ def resolve_checkpoint_path(path: str | Path, prefer: str | None = BEST) -> Path
             raise UserError(f"no checkpoint found in {path}")
         return latest
     return path
-
-
-def step_checkpoints(folder: Path) -> list[Path]:
-    """Full training checkpoints `step_<N>.pt` in step order."""
-    return sorted(folder.glob("step_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
-
-
-def latest_step_checkpoint(folder: Path) -> Path | None:
-    found = step_checkpoints(folder)
-    return found[-1] if found else None
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu", for_training: bool = False) -> dict:

@@ -4,7 +4,8 @@ import os
 
 import torch
 
-from inference.checkpoint import average_checkpoints, load_checkpoint, load_for_inference, step_checkpoints
+from inference.checkpoint import average_checkpoints, load_checkpoint, load_for_inference
+from utils.checkpoint_files import step_checkpoints
 
 from helpers import run_train, scalars
 

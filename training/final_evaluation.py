@@ -5,10 +5,11 @@ import logging
 import sys
 
 from analysis.head_importance import head_importance, importance_table, log_head_importance
-from inference.checkpoint import BEST, average_checkpoints, load_checkpoint, step_checkpoints
+from inference.checkpoint import average_checkpoints, load_checkpoint
 from inference.scoring import moses_bleu, score_translations
 from training.config import RunConfig
 from training.trainer import Trainer
+from utils.checkpoint_files import BEST, step_checkpoints
 
 log = logging.getLogger("train")
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from inference.checkpoint import (BEST, checkpoint_folder, latest_step_checkpoint, load_checkpoint, load_weights,
-                                  resolve_checkpoint_path)
+from inference.checkpoint import load_checkpoint, load_weights, resolve_checkpoint_path
 from training.config import TrainConfig
 from training.schedule import Schedule
 from training.trainer import Progress, Trainer
+from utils.checkpoint_files import BEST, checkpoint_folder, latest_step_checkpoint
 from utils.errors import UserError
 
 log = logging.getLogger("train")

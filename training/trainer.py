@@ -20,8 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
 from data import Batch, PreparedData, SampledPairs
-from inference.checkpoint import (BEST, atomic_save, checkpoint_folder, latest_step_checkpoint, make_checkpoint,
-                                  step_checkpoint_path, step_checkpoints)
+from inference.checkpoint import atomic_save, make_checkpoint
 from model import Transformer, TransformerConfig
 from training.config import RunConfig
 from training.distributed import Distributed
@@ -31,6 +30,8 @@ from training.progress_bar import ProgressBar
 from training.schedule import Schedule
 from training.step import train_step
 from training.validation import Validation
+from utils.checkpoint_files import (BEST, checkpoint_folder, latest_step_checkpoint, step_checkpoint_path,
+                                    step_checkpoints)
 from utils.errors import UserError
 
 log = logging.getLogger("train")

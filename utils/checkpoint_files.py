@@ -1,0 +1,30 @@
+"""Where a run folder keeps its checkpoints: RUN/checkpoints/step_<N>.pt (full, to resume from)
+and RUN/checkpoints/best.pt (the best weights by validation BLEU: all translate.py needs).
+Names and paths only, no torch: TensorBoard's process lists them for the ATTENTION tab."""
+from pathlib import Path
+
+CHECKPOINTS = "checkpoints"
+BEST = "best.pt"
+
+
+def checkpoint_folder(run_dir: Path) -> Path:
+    return Path(run_dir) / CHECKPOINTS
+
+
+def step_checkpoint_path(folder: Path, step: int) -> Path:
+    return folder / f"step_{step:07d}.pt"
+
+
+def checkpoint_step(path: Path) -> int:
+    """N of a `step_<N>.pt` file."""
+    return int(path.stem.split("_")[1])
+
+
+def step_checkpoints(folder: Path) -> list[Path]:
+    """Full training checkpoints `step_<N>.pt` in step order."""
+    return sorted(folder.glob("step_*.pt"), key=checkpoint_step)
+
+
+def latest_step_checkpoint(folder: Path) -> Path | None:
+    found = step_checkpoints(folder)
+    return found[-1] if found else None

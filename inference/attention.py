@@ -1,7 +1,8 @@
 """The attention maps of sentences and their translations, every layer, head and kind.
 
 With a translation as decoder input, one teacher-forced forward pass returns every layer's
-weights of the three kinds (model.AttentionMaps). Rows are queries, columns keys. Decoder rows
+weights of the three kinds (model.AttentionMaps) and, recorded on the way, the values each
+attention computed them from (model.AttentionSteps: queries, keys, values, head outputs). Rows are queries, columns keys. Decoder rows
 are labelled with the piece produced at that position (the translation's pieces, then </s>), so
 a cross-attention row reads "while producing this piece, the decoder looked here". viz/ draws
 them; viz/attention_store.py stores them for the ATTENTION tab.
@@ -13,7 +14,7 @@ from torch import Tensor
 
 from data import Tokenizer
 from data.batching import pad
-from model import Transformer
+from model import AttentionSteps, Transformer
 
 
 @dataclass
@@ -27,6 +28,8 @@ class SentenceAttention:
     tgt_in_pieces: list[str]  # (T,) <s> + translation pieces: what the decoder reads
     tgt_out_pieces: list[str]  # (T,) translation pieces + </s>: what it produces
     maps: dict[str, list[Tensor]] = field(default_factory=dict)  # kind -> per layer (H, T_q, T_k)
+    # kind -> per layer: q, k, v, heads (H, T, d_head) and output (T_q, d_model), real lengths
+    inside: dict[str, list[AttentionSteps]] = field(default_factory=dict)
 
 
 @torch.no_grad()
@@ -41,7 +44,7 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
     src_ids = [ids[:limit] for ids in tokenizer.encode_src(sentences)]
     tgt_in_ids = [[model.cfg.bos_id, *ids][:limit] for ids in translations]
     device = next(model.parameters()).device
-    with model.evaluating():
+    with model.evaluating(), model.recording_attention() as record:
         attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True).attention
 
     result = []
@@ -56,5 +59,15 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
             tgt_out_pieces=tgt_in[1:] + ["</s>"],
             maps={kind: [w[i, :, :real[kind][0], :real[kind][1]].float().cpu() for w in layers]  # (H, T_q, T_k)
                   for kind, layers in attention._asdict().items()},
+            inside={kind: [_trimmed(calls[0], i, *real[kind]) for calls in layers] for kind, layers in record.items()},
         ))
     return result
+
+
+def _trimmed(steps: AttentionSteps, row: int, t_q: int, t_k: int) -> AttentionSteps:
+    """One sentence's values of a batched attention call, cut to its real lengths."""
+    return AttentionSteps(query=steps.query[row, :, :t_q].float().cpu(),  # (H, T_q, d_head)
+                          key=steps.key[row, :, :t_k].float().cpu(),  # (H, T_k, d_head)
+                          value=steps.value[row, :, :t_k].float().cpu(),
+                          heads=steps.heads[row, :, :t_q].float().cpu(),  # (H, T_q, d_head)
+                          output=steps.output[row, :t_q].float().cpu())  # (T_q, d_model)

@@ -3,9 +3,12 @@
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + mask) V
 
 Both functions return the attention weights next to the output, so that callers (attention
-maps, tests) can look at them without hooks or hidden module state.
+maps, tests) can look at them without hooks or hidden module state. The other values inside a
+call (the heads' queries, keys and values, each head's output, their projection by W_O) are
+kept only on request: MultiHeadAttention.recording.
 """
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -83,6 +86,17 @@ class KVCache:
             self.value = self.value.index_select(0, index)
 
 
+class AttentionSteps(NamedTuple):
+    """What one multi-head attention call computed on the way, for looking inside it: together with
+    its weights, every value of softmax(Q K^T / sqrt(d_k)) V and of the heads' merge."""
+
+    query: Tensor  # (B, H, T_q, d_head) q = x W_Q, split into heads
+    key: Tensor  # (B, H, T_k, d_head) k = y W_K (y = x in self-attention)
+    value: Tensor  # (B, H, T_k, d_head) v = y W_V
+    heads: Tensor  # (B, H, T_q, d_head) each head's output: its weights times the values
+    output: Tensor  # (B, T_q, d_model) the heads concatenated and projected by W_O
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate query and key/value inputs.
 
@@ -105,6 +119,9 @@ class MultiHeadAttention(nn.Module):
         # (H,) 1 keeps a head, 0 silences it (Transformer.mask_heads); None: all heads, no cost.
         # A buffer so that it follows the module to its device; never saved in checkpoints.
         self.register_buffer("head_gate", None, persistent=False)
+        # a list while recording (Transformer.recording_attention): every call appends its
+        # AttentionSteps; None, the usual case, keeps nothing
+        self.recording: list[AttentionSteps] | None = None
 
     def _split_heads(self, x: Tensor) -> Tensor:
         b, t, _ = x.shape
@@ -143,7 +160,10 @@ class MultiHeadAttention(nn.Module):
             k, v = self._split_heads(k), self._split_heads(v)  # (B, H, T_k, d_head)
         if cache is not None:
             k, v = (cache.key, cache.value) if k is None else cache.update(k, v)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
-        b, _, t_q, _ = out.shape
-        out = out.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)
-        return self.out_proj(out), weights
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
+        b, _, t_q, _ = heads.shape
+        merged = heads.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)
+        output = self.out_proj(merged)
+        if self.recording is not None:
+            self.recording.append(AttentionSteps(q, k, v, heads, output))
+        return output, weights

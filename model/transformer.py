@@ -5,7 +5,7 @@ from typing import Iterator, NamedTuple
 import torch
 from torch import Tensor, nn
 
-from model.attention import KVCache, MultiHeadAttention
+from model.attention import AttentionSteps, KVCache, MultiHeadAttention
 from model.config import TransformerConfig
 from model.dropout import Dropout
 from model.embedding import PositionalEncoding, TokenEmbedding
@@ -151,6 +151,22 @@ class Transformer(nn.Module):
         return AttentionMaps([layer.self_attn for layer in self.encoder.layers],
                              [layer.self_attn for layer in self.decoder.layers],
                              [layer.cross_attn for layer in self.decoder.layers])._asdict()
+
+    @contextmanager
+    def recording_attention(self) -> Iterator[dict[str, list[list[AttentionSteps]]]]:
+        """Within it, every attention module keeps what each of its calls computed: kind -> per
+        layer -> the calls in order (one each for a teacher-forced forward pass). Inference only:
+        what is kept holds on to its graph."""
+        modules = self.attention_modules()
+        record = {kind: [[] for _ in layers] for kind, layers in modules.items()}
+        for kind, layers in modules.items():
+            for module, calls in zip(layers, record[kind]):
+                module.recording = calls
+        try:
+            yield record
+        finally:
+            for module in (m for layers in modules.values() for m in layers):
+                module.recording = None
 
     def mask_heads(self, heads: list[tuple[str, int, int]]) -> None:
         """Silence heads, given as (kind, layer, head) with layers and heads counted from 1,

@@ -101,3 +101,47 @@ def test_self_attention_one_matmul_equals_separate_projections():
     split_out, split_w = ours(x, x.clone())
     torch.testing.assert_close(fused_out, split_out)
     torch.testing.assert_close(fused_w, split_w)
+
+
+def test_recorded_steps_are_the_computation_of_the_returned_weights_and_output():
+    """What Transformer.recording_attention keeps of each call is the formula's every value:
+    q, k, v are the input's projections by W_Q, W_K, W_V split into heads, softmax(q k^T /
+    sqrt(d_k)) under the mask is the weights returned, weights @ v each head's output, and those
+    concatenated and projected by W_O the layer's output."""
+    from helpers.models import tiny_model
+
+    model = tiny_model()
+    src, tgt = random_padded_tokens(3, 7, seed=1), random_padded_tokens(3, 5, seed=2)
+    tgt[:, 0] = model.cfg.bos_id
+    with model.recording_attention() as record:
+        attention = model(src, tgt, return_attention=True).attention
+    assert all(module.recording is None for layers in model.attention_modules().values() for module in layers)
+    masks = {"encoder_self": padding_mask(src, model.cfg.pad_id), "cross": padding_mask(src, model.cfg.pad_id),
+             "decoder_self": decoder_self_attention_mask(tgt, model.cfg.pad_id)}
+    modules = model.attention_modules()
+    for kind, layers in record.items():
+        for layer, calls in enumerate(layers):
+            assert len(calls) == 1  # one teacher-forced pass: one call of each module
+            q, k, v, heads, output = calls[0]
+            d_head = model.cfg.d_model // model.cfg.n_heads
+            assert q.shape[1:] == (model.cfg.n_heads, q.size(2), d_head)
+            scores = (q @ k.transpose(-2, -1) / d_head ** 0.5).masked_fill(~masks[kind], float("-inf"))
+            weights = scores.softmax(-1).nan_to_num(0.0)  # (B, H, T_q, T_k); padded query rows: all masked
+            torch.testing.assert_close(weights, getattr(attention, kind)[layer])
+            torch.testing.assert_close(heads, weights @ v)
+            w_o = modules[kind][layer].out_proj
+            merged = heads.transpose(1, 2).flatten(2)  # (B, T_q, d_model): head 1's numbers, then head 2's...
+            torch.testing.assert_close(output, w_o(merged))
+    # q is its input's projection by W_Q, split into heads: the first encoder layer's input is
+    # the embedded source, normed first under pre-norm
+    embedded = model.positional(model.src_embedding(src))  # (B, S, d_model)
+    if model.cfg.norm_first:
+        embedded = model.encoder.layers[0].self_attn_residual.norm(embedded)
+    in_proj = modules["encoder_self"][0].in_proj
+    d = model.cfg.d_model
+    q_reference = F.linear(embedded, in_proj.weight[:d], in_proj.bias[:d]).view(3, 7, model.cfg.n_heads, -1)
+    q_reference = q_reference.transpose(1, 2)  # (B, H, S, d_head)
+    torch.testing.assert_close(record["encoder_self"][0][0].query, q_reference)
+    # outside the context nothing is kept
+    model(src, tgt)
+    assert all(len(calls) == 1 for layers in record.values() for calls in layers)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from model import AttentionMaps
-from viz.attention_store import find_runs, read_step, step_path, steps, write_step
+from model import AttentionMaps, AttentionSteps
+from viz.attention_store import INSIDE, find_runs, in_memory, read_step, step_path, steps, write_step
 from viz.kinds import KINDS
 
 
@@ -25,12 +25,60 @@ def fake_attention(source: str, s: int, t: int, layers: int = 2, heads: int = 3,
     return SimpleNamespace(source=source, translation="a dog .", reference=None,
                            src_pieces=[f"▁s{i}" for i in range(s)], tgt_in_pieces=["<s>", *[f"▁t{i}" for i in range(t - 1)]],
                            tgt_out_pieces=[*[f"▁t{i}" for i in range(t - 1)], "</s>"],
-                           maps={"encoder_self": maps(s, s), "decoder_self": maps(t, t, causal=True), "cross": maps(t, s)})
+                           maps={"encoder_self": maps(s, s), "decoder_self": maps(t, t, causal=True), "cross": maps(t, s)},
+                           inside={})  # as from a version before the values inside were kept
 
 
-def test_the_kinds_are_the_models_in_its_order():
-    """viz/kinds.py writes them out (TensorBoard's process has no torch); they must not drift."""
+def test_the_kinds_and_values_inside_are_the_models_in_its_order():
+    """viz/ writes them out (TensorBoard's process has no torch); they must not drift."""
     assert KINDS == AttentionMaps._fields
+    assert INSIDE == AttentionSteps._fields
+
+
+def test_stored_queries_and_keys_give_the_stored_weights(ci_run):
+    """At every evaluation of the ci run, for every probe, kind, layer and head: softmax(q·k /
+    sqrt(d_k)) of the stored float16 queries and keys, under the causal mask for the decoder, is
+    the stored weights, the stored head outputs are the weights times the stored values, and
+    the stored layer output (test below) the heads concatenated and projected by W_O."""
+    for step in steps(ci_run):
+        stored = read_step(ci_run, step)
+        for probe in range(len(stored.sentences)):
+            assert stored.has_inside(probe)
+            for kind in KINDS:
+                for layer, weights in enumerate(stored.weights(probe, kind)):  # (H, T_q, T_k)
+                    inside = stored.inside(probe, kind, layer)
+                    q, k, v = inside["query"], inside["key"], inside["value"]  # (H, T, d_head)
+                    assert q.shape[:2] == weights.shape[:2] and k.shape[1] == weights.shape[2]
+                    scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])  # (H, T_q, T_k)
+                    if kind == "decoder_self":
+                        scores = np.where(np.tri(*scores.shape[1:], dtype=bool), scores, -np.inf)
+                    softmax = np.exp(scores - scores.max(-1, keepdims=True))
+                    softmax /= softmax.sum(-1, keepdims=True)
+                    # float16 keeps 3 significant digits of q and k: scores of a few units move
+                    # by a few thousandths, and the weights as much
+                    np.testing.assert_allclose(softmax, weights, atol=1e-2)
+                    assert np.abs(softmax - weights).mean() < 1e-3
+                    np.testing.assert_allclose(weights @ v, inside["heads"], atol=2e-2, rtol=1e-2)
+
+
+def test_a_sentence_in_memory_reads_as_from_a_file_and_its_output_is_the_heads_through_w_o(tmp_path, trained):
+    from inference.attention import collect_attention
+
+    model, tokenizer = trained
+    [attention] = collect_attention(model, tokenizer, ["Ein Hund rennt."], [[5, 6, 7]])
+    write_step(tmp_path, 0, [attention])
+    written, kept = read_step(tmp_path, 0), in_memory([attention])
+    assert kept.sentences == written.sentences
+    for kind, modules in model.attention_modules().items():
+        for a, b in zip(kept.weights(0, kind), written.weights(0, kind)):
+            np.testing.assert_array_equal(a, b)
+        for layer, module in enumerate(modules):
+            inside = kept.inside(0, kind, layer)
+            for name in INSIDE:
+                np.testing.assert_array_equal(inside[name], written.inside(0, kind, layer)[name])
+            merged = torch.from_numpy(inside["heads"]).transpose(0, 1).flatten(1)  # (T_q, H * d_head)
+            with torch.no_grad():
+                np.testing.assert_allclose(module.out_proj(merged).numpy(), inside["output"], atol=2e-2, rtol=1e-2)
 
 
 def test_written_weights_and_sentences_are_read_back(tmp_path):

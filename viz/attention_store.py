@@ -6,7 +6,9 @@ ATTENTION tab of TensorBoard (viz/attention_tab).
 holds, for every probe sentence, every kind, layer and head, the weights trimmed to the
 sentence's real length as float16 (three significant digits: more than a colour scale shows,
 half the bytes of float32), compressed, plus one JSON string with the sentences and their
-pieces. Files appear atomically (written under another name, then renamed), so a reader of a
+pieces. Beside each layer's weights lie the values they were computed from and what they
+computed (model.AttentionSteps: the heads' queries, keys and values, each head's output and the
+layer's output after W_O), also float16 and trimmed: the tab's computation view shows them. Files appear atomically (written under another name, then renamed), so a reader of a
 still-running run never sees half a file. numpy and json only: TensorBoard's process reads
 these without importing torch.
 """
@@ -21,6 +23,8 @@ import numpy as np
 from viz.kinds import KINDS, axis_labels
 
 FOLDER = "attention"  # inside the run folder, beside the TensorBoard event files
+# model.AttentionSteps's fields, written out: this module never imports torch (a test checks them)
+INSIDE = ("query", "key", "value", "heads", "output")
 STEP_FILE = re.compile(r"step_(\d+)\.npz")
 
 
@@ -28,20 +32,30 @@ def step_path(run_dir: Path, step: int) -> Path:
     return Path(run_dir) / FOLDER / f"step_{step:08d}.npz"
 
 
-def write_step(run_dir: Path, step: int, attentions) -> Path:
-    """Store the attention of `attentions` (inference.attention.SentenceAttention, maps on the
-    CPU)
-    at `step`; returns the file."""
+def step_arrays(attentions) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """The sentences (texts, pieces, layers and heads per kind) and the float16 arrays, by name
+    "probe/kind/layer" (weights) and "probe/kind/layer/name" (INSIDE), of `attentions`
+    (inference.attention.SentenceAttention, tensors on the CPU)."""
     arrays, sentences = {}, []
     for probe, att in enumerate(attentions):
         sentences.append({"source": att.source, "translation": att.translation, "reference": att.reference,
                           "src_pieces": att.src_pieces, "tgt_in_pieces": att.tgt_in_pieces,
                           "tgt_out_pieces": att.tgt_out_pieces,
                           "layers": {kind: len(att.maps[kind]) for kind in KINDS},
-                          "heads": {kind: int(att.maps[kind][0].shape[0]) for kind in KINDS}})
+                          "heads": {kind: int(att.maps[kind][0].shape[0]) for kind in KINDS},
+                          "inside": bool(att.inside)})
         for kind in KINDS:
             for layer, weights in enumerate(att.maps[kind]):  # (H, T_q, T_k)
                 arrays[f"{probe}/{kind}/{layer}"] = np.asarray(weights, dtype=np.float16)
+            for layer, values in enumerate(att.inside.get(kind, [])):
+                for name, value in zip(INSIDE, values):
+                    arrays[f"{probe}/{kind}/{layer}/{name}"] = np.asarray(value, dtype=np.float16)
+    return sentences, arrays
+
+
+def write_step(run_dir: Path, step: int, attentions) -> Path:
+    """Store `step_arrays(attentions)` as the file of `step`; returns the file."""
+    sentences, arrays = step_arrays(attentions)
     path = step_path(run_dir, step)
     path.parent.mkdir(parents=True, exist_ok=True)
     # its own rename, not utils/files.py: TensorBoard's process imports this module from the
@@ -75,10 +89,17 @@ def find_runs(logdir: Path) -> dict[str, Path]:
 
 @dataclass
 class StoredStep:
-    """One evaluation's file: the sentences (texts, pieces, layers per kind) and their maps."""
+    """One evaluation's sentences (texts, pieces, layers per kind) and their arrays: in its file,
+    or in memory (`in_memory`)."""
 
     sentences: list[dict]
-    path: Path
+    arrays: Path | dict[str, np.ndarray]  # the file, or step_arrays's arrays themselves
+
+    def _read(self, names: list[str]) -> list[np.ndarray]:
+        if isinstance(self.arrays, dict):
+            return [self.arrays[name].astype(np.float32) for name in names]
+        with np.load(self.arrays) as stored:
+            return [stored[name].astype(np.float32) for name in names]
 
     def axis_labels(self, probe: int, kind: str) -> tuple[list[str], list[str]]:
         sentence = self.sentences[probe]
@@ -86,9 +107,16 @@ class StoredStep:
 
     def weights(self, probe: int, kind: str) -> list[np.ndarray]:
         """Every layer's weights of one probe and kind: a list of (H, T_q, T_k) float32."""
-        layers = self.sentences[probe]["layers"][kind]
-        with np.load(self.path) as stored:
-            return [stored[f"{probe}/{kind}/{layer}"].astype(np.float32) for layer in range(layers)]
+        return self._read([f"{probe}/{kind}/{layer}" for layer in range(self.sentences[probe]["layers"][kind])])
+
+    def has_inside(self, probe: int) -> bool:
+        """Whether the values inside the attention were stored (not in files older than them)."""
+        return self.sentences[probe].get("inside", False)
+
+    def inside(self, probe: int, kind: str, layer: int) -> dict[str, np.ndarray]:
+        """One layer's INSIDE values, float32: query, key, value, heads (H, T, d_head) and
+        output (T_q, d_model)."""
+        return dict(zip(INSIDE, self._read([f"{probe}/{kind}/{layer}/{name}" for name in INSIDE])))
 
 
 def read_step(run_dir: Path, step: int) -> StoredStep:
@@ -96,3 +124,8 @@ def read_step(run_dir: Path, step: int) -> StoredStep:
     path = step_path(run_dir, step)
     with np.load(path) as stored:
         return StoredStep(json.loads(str(stored["sentences"])), path)
+
+
+def in_memory(attentions) -> StoredStep:
+    """`attentions` as a StoredStep that was never written: float16 as in a file, read alike."""
+    return StoredStep(*step_arrays(attentions))

@@ -14,6 +14,7 @@ import pytest
 from tensorboard.plugins.base_plugin import TBContext
 from werkzeug.test import Client
 
+from utils.checkpoint_files import checkpoint_step, step_checkpoint_path, step_checkpoints
 from viz.attention_store import read_step
 from viz.kinds import KINDS
 from viz.attention_tab.plugin import AttentionPlugin
@@ -49,7 +50,11 @@ def test_the_plugin_imports_where_tensorboard_runs(tmp_path):
 def test_runs_lists_every_evaluation_from_step_0(plugin, ci_run):
     status, body = get(plugin, "/runs")
     assert status == 200
-    assert body["runs"] == [{"run": ".", "steps": [0, 80, 160, 240]}]  # step 0 and every validation
+    [run] = body["runs"]
+    assert (run["run"], run["steps"]) == (".", [0, 80, 160, 240])  # step 0 and every validation
+    # what a typed sentence can be translated with: best.pt and the step checkpoints kept
+    kept = [str(checkpoint_step(path)) for path in step_checkpoints(ci_run / "checkpoints")]
+    assert run["checkpoints"] == ["best", *kept] and kept
     assert [kind for kind, _ in body["kinds"]] == list(KINDS)  # the page's kind menu: viz/kinds.py
     assert plugin.is_active()
     assert not AttentionPlugin(TBContext(logdir=str(ci_run / "checkpoints"))).is_active()
@@ -59,7 +64,7 @@ def test_sentences_are_the_probe_set(plugin, multi30k_dir):
     with gzip.open(Path(multi30k_dir) / "val.de.gz", "rt", encoding="utf-8") as file:
         first = [next(file).strip() for _ in range(N_PROBES)]
     status, body = get(plugin, "/sentences", run=".", step="240")
-    assert status == 200 and body["step"] == 240
+    assert status == 200
     assert [s["source"] for s in body["sentences"]] == first  # the first validation sentences, fixed
     assert all(s["layers"] == {k: N_LAYERS for k in KINDS} and s["heads"] == {k: N_HEADS for k in KINDS}
                for s in body["sentences"])
@@ -82,6 +87,77 @@ def test_maps_are_attention_trimmed_to_the_pieces(plugin, ci_run):
     assert untrained.shape != trained.shape or not np.allclose(untrained, trained, atol=0.01)
 
 
+INSIDE_QUERY = {"run": ".", "step": "240", "probe": "1", "kind": "decoder_self", "layer": "1", "head": "2", "query": "3"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_inside_is_one_querys_computation_from_the_stored_values(plugin, ci_run, kind):
+    stored = read_step(ci_run, 240)
+    layer, head, query = 1, 2, 3
+    status, body = get(plugin, "/inside", **{**INSIDE_QUERY, "kind": kind})
+    assert status == 200
+    inside = stored.inside(1, kind, layer)
+    d_head = inside["query"].shape[-1]
+    assert (body["rows"], body["cols"]) == stored.axis_labels(1, kind) and body["d_head"] == d_head
+    q, keys = np.array(body["q"]), np.array(body["keys"])  # (d_head,), (T_k, d_head)
+    np.testing.assert_allclose(q, inside["query"][head, query], atol=1e-4)
+    np.testing.assert_allclose(keys, inside["key"][head], atol=1e-4)
+    np.testing.assert_allclose(body["products"], keys * q, atol=1e-3)
+    np.testing.assert_allclose(body["scores"], keys @ q, atol=1e-3)
+    np.testing.assert_allclose(body["scaled"], keys @ q / np.sqrt(d_head), atol=1e-3)
+    # the mask: the decoder's query sees itself and what came before, the others every key
+    expected_visible = [j <= query for j in range(len(body["cols"]))] if kind == "decoder_self" else [True] * len(body["cols"])
+    assert body["visible"] == expected_visible
+    # the softmax of what the page shows is the row of the heatmap (the stored weights), to float16
+    row = get(plugin, "/maps", run=".", step="240", probe="1", kind=kind)[1]["layers"][layer][head][query]
+    assert body["weights"] == row
+    np.testing.assert_allclose(body["softmax"], row, atol=1e-2)
+    assert sum(w for w, seen in zip(body["softmax"], body["visible"]) if not seen) == 0
+    # the head's output is the model's own Σ w_j v_j, and it is head `head`'s part of the concatenation
+    np.testing.assert_allclose(body["head_output"], np.array(row) @ np.array(body["values"]), atol=2e-2)
+    assert body["concat"][head * d_head:(head + 1) * d_head] == body["head_output"]
+    assert len(body["concat"]) == len(body["output"]) == body["heads"] * d_head
+
+
+def test_a_typed_sentence_gets_what_translate_py_gives_for_it(plugin, ci_run):
+    """The translation translate.py prints for the sentence with the best checkpoint, and the
+    maps its --attention draws (Translator.attention of the same checkpoint, beam 5)."""
+    from helpers import run_script
+    from inference import load_translator
+
+    sentence = "Ein kleiner Hund spielt im Schnee."
+    printed = run_script("translate.py", "-c", ci_run, sentence).stdout.strip()
+    status, body = get(plugin, "/sentences", run=".", checkpoint="best", text=sentence)
+    assert status == 200
+    [typed] = body["sentences"]
+    assert (typed["source"], typed["translation"], typed["reference"]) == (sentence, printed, None)
+    assert typed["inside"] and typed["layers"] == {kind: N_LAYERS for kind in KINDS}
+    [expected] = load_translator(ci_run).attention([sentence])
+    for kind in KINDS:
+        status, maps = get(plugin, "/maps", run=".", checkpoint="best", text=sentence, probe="0", kind=kind)
+        assert status == 200 and maps["rows"] and maps["cols"]
+        for layer, weights in enumerate(expected.maps[kind]):
+            np.testing.assert_allclose(maps["layers"][layer], weights.numpy(), atol=1e-3)
+    status, inside = get(plugin, "/inside", run=".", checkpoint="best", text=sentence, probe="0", kind="cross",
+                         layer="0", head="1", query="0")
+    assert status == 200
+    np.testing.assert_allclose(inside["q"], expected.inside["cross"][0].query[1, 0].numpy(), atol=2e-3, rtol=1e-3)
+    # a step's checkpoint: that checkpoint's maps
+    step = get(plugin, "/runs")[1]["runs"][0]["checkpoints"][1]
+    [expected] = load_translator(step_checkpoint_path(ci_run / "checkpoints", int(step))).attention([sentence])
+    status, maps = get(plugin, "/maps", run=".", checkpoint=step, text=sentence, probe="0", kind="cross")
+    assert status == 200
+    np.testing.assert_allclose(maps["layers"][1], expected.maps["cross"][1].numpy(), atol=1e-3)
+
+
+def test_a_run_without_checkpoints_says_so(ci_run, tmp_path):
+    shutil.copytree(ci_run / "attention", tmp_path / "fresh" / "attention")
+    status, body = get(AttentionPlugin(TBContext(logdir=str(tmp_path))), "/sentences", run="fresh",
+                       checkpoint="best", text="Ein Hund.")
+    assert status == 400 and "no checkpoint 'best'" in body["error"]
+    assert get(AttentionPlugin(TBContext(logdir=str(tmp_path))), "/runs")[1]["runs"][0]["checkpoints"] == []
+
+
 @pytest.mark.parametrize("route, params, status, words", [
     ("/sentences", {"run": "nope", "step": "0"}, 404, "no run 'nope'"),
     ("/sentences", {"run": ".", "step": "7"}, 404, "no attention at step 7"),
@@ -92,6 +168,16 @@ def test_maps_are_attention_trimmed_to_the_pieces(plugin, ci_run):
     ("/maps", {"run": ".", "step": "0", "probe": "--5", "kind": "cross"}, 400, "probe must be an integer"),
     ("/maps", {"run": ".", "step": "0", "probe": "9", "kind": "cross"}, 404, "probe must be in 0..2"),
     ("/maps", {"run": ".", "step": "0", "probe": "0", "kind": "self"}, 400, "kind must be one of"),
+    ("/inside", {**INSIDE_QUERY, "layer": "2"}, 404, "layer must be in 0..1"),
+    ("/inside", {**INSIDE_QUERY, "head": "-1"}, 404, "head must be in 0..3"),
+    ("/inside", {**INSIDE_QUERY, "query": "99"}, 404, "query must be in 0.."),
+    ("/inside", {**INSIDE_QUERY, "query": "1.5"}, 400, "query must be an integer"),
+    ("/sentences", {"run": ".", "checkpoint": "best", "text": "  "}, 400, "type a sentence"),
+    ("/sentences", {"run": ".", "checkpoint": "best", "text": "Hund " * 100}, 400, "at most 300 are translated"),
+    ("/sentences", {"run": ".", "checkpoint": "7", "text": "Ein Hund."}, 400, "no checkpoint of step 7"),
+    ("/sentences", {"run": ".", "checkpoint": "last", "text": "Ein Hund."}, 400, "checkpoint must be 'best' or a step"),
+    ("/maps", {"run": ".", "checkpoint": "best", "text": "Ein Hund.", "probe": "1", "kind": "cross"}, 404,
+     "probe must be in 0..0"),
 ])
 def test_bad_requests_get_a_status_and_one_message(plugin, route, params, status, words):
     got, body = get(plugin, route, **params)
@@ -122,6 +208,9 @@ def test_static_serves_only_its_own_files(plugin):
     script = app.get("/data/plugin/attention/static/index.js")
     assert script.status_code == 200 and "export async function render" in script.get_data(as_text=True)
     assert script.mimetype in ("text/javascript", "application/javascript")
+    view = app.get("/data/plugin/attention/static/views/inside.js")  # the modules index.js imports
+    assert view.status_code == 200 and "export function drawInside" in view.get_data(as_text=True)
     assert app.get("/data/plugin/attention/static/../plugin.py").status_code == 404
+    assert app.get("/data/plugin/attention/static/views/../../plugin.py").status_code == 404
     assert app.get("/data/plugin/attention/static/nothing.js").status_code == 404
 

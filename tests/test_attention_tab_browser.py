@@ -1,13 +1,8 @@
 """The ATTENTION tab itself in a real headless Chromium driven by Selenium, as a user opens it."""
 import os
-import re
-import shutil
-import subprocess
-import sys
-import threading
-from pathlib import Path
 
 import pytest
+from helpers.browser import TensorBoard, browser_missing, headless_chromium, wait_for
 
 from viz.attention_store import read_step, steps
 
@@ -20,55 +15,13 @@ N_LAYERS, N_HEADS, N_PROBES = 2, 4, 3  # the tiny model of experiment=ci; attent
 def chrome():
     """Headless Chromium through Selenium and Debian's chromedriver. Required in CI, whose
     .ci/run installs them; skipped elsewhere when missing, saying so."""
-    browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (browser and driver_path):
-        reason = "needs chromium and chromedriver (Debian: apt install chromium chromium-driver)"
+    if missing := browser_missing():
         if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(driver_path))
+            pytest.fail(missing)
+        pytest.skip(missing)
+    driver = headless_chromium()
     yield driver
     driver.quit()
-
-
-class TensorBoard:
-    """`tensorboard --logdir LOGDIR` as a user starts it, on 127.0.0.1 and a port of its choosing."""
-
-    def __init__(self, logdir: Path) -> None:
-        command = [str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
-                   "--host", "127.0.0.1", "--port", "0"]
-        self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.url = ""
-        found = threading.Event()
-
-        def read() -> None:  # TensorBoard says where it serves on stderr
-            for line in self.process.stderr:
-                self.lines.append(line)
-                if match := re.search(r"at (http://\S+?)/?(\s|$)", line):
-                    self.url = match[1]
-                    found.set()
-        threading.Thread(target=read, daemon=True).start()
-        if not found.wait(timeout=120):
-            self.process.kill()
-            raise AssertionError("tensorboard did not start:\n" + "".join(self.lines))
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-def wait_for(driver, condition, what: str, timeout: float = 60):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(lambda d: condition(d), message=f"waited for {what}")
 
 
 def drawing(driver) -> tuple[str, list[str]]:
@@ -143,6 +96,74 @@ def test_the_attention_tab_in_chromium(chrome, ci_run, tmp_path):
             chrome.save_screenshot(screenshot)
     finally:
         chrome.switch_to.default_content()
+        board.close()
+
+
+def inside_view(driver) -> dict:
+    """What the inside view shows: the query's strip, the weights column, and the heatmap row it
+    came from (the chosen query's cells of the heatmap beside it)."""
+    return driver.execute_script("""
+        const values = (selector) => Array.from(document.querySelectorAll(selector)).map((e) => Number(e.dataset.value));
+        const chosen = document.querySelector('#heatmap rect.chosen');
+        const q = chosen ? Math.round(Number(chosen.getAttribute('y')) / Number(chosen.getAttribute('height'))) : -1;
+        return {drawn: document.body.dataset.drawn || '', q: values('#inside .strip.q rect.strip-cell'),
+                weights: Array.from(document.querySelectorAll('#inside text.weight')).map((e) => e.dataset.weight),
+                row: Array.from(document.querySelectorAll(`#heatmap rect.cell[data-q="${q}"]`)).map((e) => e.dataset.weight),
+                keys: Array.from(document.querySelectorAll('#inside .key-label')).map((e) => e.textContent),
+                cols: Array.from(document.querySelectorAll('#heatmap .col-label')).map((e) => e.textContent)};""")
+
+
+def test_inside_a_head_and_a_typed_sentence_in_chromium(chrome, ci_run):
+    """A click on a heatmap row opens the inside view of that query: its q is the stored one,
+    its weights are the heatmap's row; the step slider moves it; a typed sentence gets its maps
+    from the run's best checkpoint, and an empty one a message beside the box."""
+    import numpy as np
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from inference import load_translator
+
+    board = TensorBoard(ci_run)
+    try:
+        chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")
+        wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|cross|0|mean|map", "the first heatmap")
+        chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="2"][data-k="0"]').click()
+        wait_for(chrome, lambda d: inside_view(d)["drawn"] == ".|240|0|cross|0|0|inside|q2", "the inside view of query 2")
+        view = inside_view(chrome)
+        stored = read_step(ci_run, 240).inside(0, "cross", 0)["query"][0, 2]  # head 1, query 2
+        np.testing.assert_allclose(view["q"], stored, atol=1e-4)
+        assert view["weights"] == view["row"] and len(view["row"]) == len(view["keys"]) == len(view["cols"])
+        assert view["keys"] == view["cols"] == read_step(ci_run, 240).axis_labels(0, "cross")[1]
+
+        # the step slider: the same query at step 0, with step 0's numbers
+        chrome.find_element(By.ID, "step").send_keys(Keys.HOME)
+        wait_for(chrome, lambda d: inside_view(d)["drawn"] == ".|0|0|cross|0|0|inside|q2", "step 0's inside view")
+        view = inside_view(chrome)
+        np.testing.assert_allclose(view["q"], read_step(ci_run, 0).inside(0, "cross", 0)["query"][0, 2], atol=1e-4)
+        assert not np.allclose(view["q"], stored, atol=1e-3) and view["weights"] == view["row"]
+
+        # an empty sentence: a message beside the box, the view as it was
+        box = chrome.find_element(By.ID, "typed-text")
+        box.send_keys("   ", Keys.ENTER)
+        wait_for(chrome, lambda d: "type a sentence" in d.find_element(By.ID, "typed-message").text, "the message")
+        assert inside_view(chrome)["drawn"] == ".|0|0|cross|0|0|inside|q2"
+
+        # a sentence of one's own: translated by the best checkpoint, its pieces on the axes
+        sentence = "Ein Hund läuft durch den Schnee."
+        box.clear()
+        box.send_keys(sentence, Keys.ENTER)
+        wait_for(chrome, lambda d: inside_view(d)["drawn"] == f".|typed best: {sentence}|0|cross|0|0|inside|q2",
+                 "the typed sentence's inside view", timeout=120)
+        [expected] = load_translator(ci_run).attention([sentence])
+        view = inside_view(chrome)
+        assert view["cols"] == view["keys"] == expected.src_pieces and view["weights"] == view["row"]
+        np.testing.assert_allclose(view["q"], expected.inside["cross"][0].query[0, 2].numpy(), atol=2e-3, rtol=1e-3)
+        assert expected.translation in chrome.find_element(By.ID, "caption").text
+        if screenshot := os.environ.get("ATTENTION_INSIDE_SCREENSHOT"):
+            chrome.save_screenshot(screenshot)
+        chrome.find_element(By.ID, "back-to-probes").click()
+        wait_for(chrome, lambda d: inside_view(d)["drawn"].startswith(".|0|0|cross|"), "the probes again")
+    finally:
         board.close()
 
 

@@ -1,6 +1,7 @@
 """What the test modules share, one of each: running a command as a user would (commands.py),
 stopping it at a checkpoint (commands.stop_when), a tiny model (models.py), the committed toy
-corpus (corpus.py), and reading a run's events and checkpoints (runs.py)."""
+corpus (corpus.py), reading a run's events and checkpoints (runs.py), and TensorBoard in a
+headless browser (browser.py, imported by its users: selenium is needed there only)."""
 from helpers.commands import ROOT, run_script, run_train, start_script, stop_when
 from helpers.corpus import SENTENCES, TOY_CORPUS
 from helpers.models import TINY_SHAPE, random_pairs, tiny_config, tiny_model

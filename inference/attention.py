@@ -7,6 +7,7 @@ are labelled with the piece produced at that position (the translation's pieces,
 a cross-attention row reads "while producing this piece, the decoder looked here". viz/ draws
 them; viz/attention_store.py stores them for the ATTENTION tab.
 """
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -28,14 +29,18 @@ class SentenceAttention:
     tgt_in_pieces: list[str]  # (T,) <s> + translation pieces: what the decoder reads
     tgt_out_pieces: list[str]  # (T,) translation pieces + </s>: what it produces
     maps: dict[str, list[Tensor]] = field(default_factory=dict)  # kind -> per layer (H, T_q, T_k)
-    # kind -> per layer: q, k, v, heads (H, T, d_head) and output (T_q, d_model), real lengths
+    # kind -> per layer: q, k, v, heads (H, T, d_head) and output (T_q, d_model), real lengths;
+    # empty unless asked for
     inside: dict[str, list[AttentionSteps]] = field(default_factory=dict)
 
 
 @torch.no_grad()
 def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[str],
-                      translations: list[list[int]], references: list[str] | None = None) -> list[SentenceAttention]:
-    """Attention maps for sentences and their translations (target ids without bos/eos).
+                      translations: list[list[int]], references: list[str] | None = None,
+                      inside: bool = False) -> list[SentenceAttention]:
+    """Attention maps for sentences and their translations (target ids without bos/eos), and
+    with `inside` the values inside each attention (the ATTENTION tab's inside view; about as
+    many numbers again as the maps, so only where they are shown).
 
     All sentences go through the model as one padded batch; each map is then cut to its
     sentence's real length, which drops only padding rows and columns.
@@ -44,7 +49,8 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
     src_ids = [ids[:limit] for ids in tokenizer.encode_src(sentences)]
     tgt_in_ids = [[model.cfg.bos_id, *ids][:limit] for ids in translations]
     device = next(model.parameters()).device
-    with model.evaluating(), model.recording_attention() as record:
+    recording = model.recording_attention() if inside else nullcontext({})  # kind -> per layer -> calls
+    with model.evaluating(), recording as record:
         attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True).attention
 
     result = []

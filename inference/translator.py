@@ -101,16 +101,17 @@ class Translator:
         return [list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else []
                 for hyps in found]
 
-    def attention(self, sentences: Sequence[str], found: list[list[Hypothesis]] | None = None
-                  ) -> list[SentenceAttention | None]:
+    def attention(self, sentences: Sequence[str], found: list[list[Hypothesis]] | None = None,
+                  inside: bool = False) -> list[SentenceAttention | None]:
         """Every attention map (all kinds, layers, heads) of each sentence with its best
-        translation (from `found`, these sentences' hypotheses if already searched); None for a
-        sentence without source pieces (blank, or normalised away)."""
+        translation (from `found`, these sentences' hypotheses if already searched), with
+        `inside` also the values inside each attention; None for a sentence without source
+        pieces (blank, or normalised away)."""
         if found is None:
             found = self.search(self.source_ids([s.strip() for s in sentences]))
         rows = [i for i, hyps in enumerate(found) if hyps]
         maps = collect_attention(self.model, self.tokenizer, [sentences[i].strip() for i in rows],
-                                 [found[i][0].tokens for i in rows])
+                                 [found[i][0].tokens for i in rows], inside=inside)
         result: list[SentenceAttention | None] = [None] * len(sentences)
         for i, att in zip(rows, maps):
             result[i] = att

@@ -65,10 +65,12 @@ def test_a_sentence_in_memory_reads_as_from_a_file_and_its_output_is_the_heads_t
     from inference.attention import collect_attention
 
     model, tokenizer = trained
-    [attention] = collect_attention(model, tokenizer, ["Ein Hund rennt."], [[5, 6, 7]])
+    [attention] = collect_attention(model, tokenizer, ["Ein Hund rennt."], [[5, 6, 7]], inside=True)
     write_step(tmp_path, 0, [attention])
     written, kept = read_step(tmp_path, 0), in_memory([attention])
-    assert kept.sentences == written.sentences
+    assert kept.sentences == written.sentences and kept.has_inside(0)
+    [maps_only] = collect_attention(model, tokenizer, ["Ein Hund rennt."], [[5, 6, 7]])  # what translate.py draws
+    assert maps_only.inside == {} and not in_memory([maps_only]).has_inside(0)
     for kind, modules in model.attention_modules().items():
         for a, b in zip(kept.weights(0, kind), written.weights(0, kind)):
             np.testing.assert_array_equal(a, b)

@@ -132,7 +132,7 @@ def test_a_typed_sentence_gets_what_translate_py_gives_for_it(plugin, ci_run):
     [typed] = body["sentences"]
     assert (typed["source"], typed["translation"], typed["reference"]) == (sentence, printed, None)
     assert typed["inside"] and typed["layers"] == {kind: N_LAYERS for kind in KINDS}
-    [expected] = load_translator(ci_run).attention([sentence])
+    [expected] = load_translator(ci_run).attention([sentence], inside=True)
     for kind in KINDS:
         status, maps = get(plugin, "/maps", run=".", checkpoint="best", text=sentence, probe="0", kind=kind)
         assert status == 200 and maps["rows"] and maps["cols"]

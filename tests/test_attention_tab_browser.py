@@ -154,7 +154,7 @@ def test_inside_a_head_and_a_typed_sentence_in_chromium(chrome, ci_run):
         box.send_keys(sentence, Keys.ENTER)
         wait_for(chrome, lambda d: inside_view(d)["drawn"] == f".|typed best: {sentence}|0|cross|0|0|inside|q2",
                  "the typed sentence's inside view", timeout=120)
-        [expected] = load_translator(ci_run).attention([sentence])
+        [expected] = load_translator(ci_run).attention([sentence], inside=True)
         view = inside_view(chrome)
         assert view["cols"] == view["keys"] == expected.src_pieces and view["weights"] == view["row"]
         np.testing.assert_allclose(view["q"], expected.inside["cross"][0].query[0, 2].numpy(), atol=2e-3, rtol=1e-3)

@@ -119,7 +119,7 @@ class Validation:
         references = [ref if ref is not None else "(none given)" for _, ref in self.probes]
         translator = self.translator(beam_size=1)
         translations = translator.translate_ids(translator.source_ids(sources))
-        maps = collect_attention(self.model, self.data.tokenizer, sources, translations, references)
+        maps = collect_attention(self.model, self.data.tokenizer, sources, translations, references, inside=True)
         log_to_tensorboard(self.writer, maps, step)
         write_step(self.writer.log_dir, step, maps)
         return len(maps)

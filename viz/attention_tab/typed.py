@@ -40,7 +40,7 @@ class TypedSentences:
             if (version, text) in self._results:
                 self._results.move_to_end((version, text))
                 return self._results[(version, text)]
-            [attention] = self._translator(version).attention([text])
+            [attention] = self._translator(version).attention([text], inside=True)
             if attention is None:
                 raise ValueError("the sentence has no pieces the model reads (only spaces or characters the "
                                  "tokenizer drops)")

@@ -81,8 +81,9 @@ def main() -> None:
               "max_ms_to_map": max(r["ms_to_map"] for r in warm),
               "median_ms_to_inside_view": statistics.median(r["ms_to_inside_view"] for r in warm),
               "sentences": rows}
-    print(f"first (loads the model) {result['first_ms_to_map']:.0f} ms; then median {result['median_ms_to_map']:.0f} ms "
-          f"to the map (max {result['max_ms_to_map']:.0f}), {result['median_ms_to_inside_view']:.0f} ms to the inside view")
+    print(f"first (loads the model) {result['first_ms_to_map']:.0f} ms; then median "
+          f"{result['median_ms_to_map']:.0f} ms to the map (max {result['max_ms_to_map']:.0f}), "
+          f"{result['median_ms_to_inside_view']:.0f} ms to the inside view")
     write_result(RESULTS / "typed_sentence.json", result)
 
 

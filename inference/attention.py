@@ -1,11 +1,12 @@
 """The attention maps of sentences and their translations, every layer, head and kind.
 
 With a translation as decoder input, one teacher-forced forward pass returns every layer's
-weights of the three kinds (model.AttentionMaps) and, recorded on the way, the values each
-attention computed them from (model.AttentionSteps: queries, keys, values, head outputs). Rows are queries, columns keys. Decoder rows
-are labelled with the piece produced at that position (the translation's pieces, then </s>), so
-a cross-attention row reads "while producing this piece, the decoder looked here". viz/ draws
-them; viz/attention_store.py stores them for the ATTENTION tab.
+weights of the three kinds (model.AttentionMaps) and, on request, the values each attention
+computed them from and with (model.AttentionSteps: queries, keys, values, outputs). Rows are
+queries, columns keys. Decoder rows are labelled with the piece produced at that position (the
+translation's pieces, then </s>), so a cross-attention row reads "while producing this piece,
+the decoder looked here". viz/ draws them; viz/attention_store.py stores them for the
+ATTENTION tab.
 """
 from contextlib import nullcontext
 from dataclasses import dataclass, field

@@ -87,7 +87,8 @@ def test_maps_are_attention_trimmed_to_the_pieces(plugin, ci_run):
     assert untrained.shape != trained.shape or not np.allclose(untrained, trained, atol=0.01)
 
 
-INSIDE_QUERY = {"run": ".", "step": "240", "probe": "1", "kind": "decoder_self", "layer": "1", "head": "2", "query": "3"}
+INSIDE_QUERY = {"run": ".", "step": "240", "probe": "1", "kind": "decoder_self", "layer": "1", "head": "2",
+                "query": "3"}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -106,7 +107,8 @@ def test_inside_is_one_querys_computation_from_the_stored_values(plugin, ci_run,
     np.testing.assert_allclose(body["scores"], keys @ q, atol=1e-3)
     np.testing.assert_allclose(body["scaled"], keys @ q / np.sqrt(d_head), atol=1e-3)
     # the mask: the decoder's query sees itself and what came before, the others every key
-    expected_visible = [j <= query for j in range(len(body["cols"]))] if kind == "decoder_self" else [True] * len(body["cols"])
+    keys = len(body["cols"])
+    expected_visible = [j <= query for j in range(keys)] if kind == "decoder_self" else [True] * keys
     assert body["visible"] == expected_visible
     # the softmax of what the page shows is the row of the heatmap (the stored weights), to float16
     row = get(plugin, "/maps", run=".", step="240", probe="1", kind=kind)[1]["layers"][layer][head][query]

@@ -103,12 +103,14 @@ def inside_view(driver) -> dict:
     """What the inside view shows: the query's strip, the weights column, and the heatmap row it
     came from (the chosen query's cells of the heatmap beside it)."""
     return driver.execute_script("""
-        const values = (selector) => Array.from(document.querySelectorAll(selector)).map((e) => Number(e.dataset.value));
+        const values = (selector) => Array.from(document.querySelectorAll(selector))
+          .map((e) => Number(e.dataset.value));
         const chosen = document.querySelector('#heatmap rect.chosen');
         const q = chosen ? Math.round(Number(chosen.getAttribute('y')) / Number(chosen.getAttribute('height'))) : -1;
         return {drawn: document.body.dataset.drawn || '', q: values('#inside .strip.q rect.strip-cell'),
                 weights: Array.from(document.querySelectorAll('#inside text.weight')).map((e) => e.dataset.weight),
-                row: Array.from(document.querySelectorAll(`#heatmap rect.cell[data-q="${q}"]`)).map((e) => e.dataset.weight),
+                row: Array.from(document.querySelectorAll(`#heatmap rect.cell[data-q="${q}"]`))
+                  .map((e) => e.dataset.weight),
                 keys: Array.from(document.querySelectorAll('#inside .key-label')).map((e) => e.textContent),
                 cols: Array.from(document.querySelectorAll('#heatmap .col-label')).map((e) => e.textContent)};""")
 
@@ -128,7 +130,8 @@ def test_inside_a_head_and_a_typed_sentence_in_chromium(chrome, ci_run):
         chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")
         wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|cross|0|mean|map", "the first heatmap")
         chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="2"][data-k="0"]').click()
-        wait_for(chrome, lambda d: inside_view(d)["drawn"] == ".|240|0|cross|0|0|inside|q2", "the inside view of query 2")
+        wait_for(chrome, lambda d: inside_view(d)["drawn"] == ".|240|0|cross|0|0|inside|q2",
+                 "the inside view of query 2")
         view = inside_view(chrome)
         stored = read_step(ci_run, 240).inside(0, "cross", 0)["query"][0, 2]  # head 1, query 2
         np.testing.assert_allclose(view["q"], stored, atol=1e-4)

@@ -8,8 +8,9 @@ sentence's real length as float16 (three significant digits: more than a colour 
 half the bytes of float32), compressed, plus one JSON string with the sentences and their
 pieces. Beside each layer's weights lie the values they were computed from and what they
 computed (model.AttentionSteps: the heads' queries, keys and values, each head's output and the
-layer's output after W_O), also float16 and trimmed: the tab's computation view shows them. Files appear atomically (written under another name, then renamed), so a reader of a
-still-running run never sees half a file. numpy and json only: TensorBoard's process reads
+layer's output after W_O), also float16 and trimmed: the tab's inside view shows them. Files
+appear atomically (written under another name, then renamed), so a reader of a still-running
+run never sees half a file. numpy and json only: TensorBoard's process reads
 these without importing torch.
 """
 import json

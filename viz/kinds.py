@@ -22,3 +22,9 @@ def axis_labels(kind: str, src_pieces: list[str], tgt_in_pieces: list[str],
     if kind == "decoder_self":
         return tgt_out_pieces, tgt_in_pieces
     return tgt_out_pieces, src_pieces
+
+
+def visible_keys(kind: str, query: int, keys: int) -> list[bool]:
+    """Which of a map's `keys` (trimmed to real pieces: none is padding) the mask lets query
+    row `query` see: in the decoder's self-attention itself and what came before, else all."""
+    return [kind != "decoder_self" or key <= query for key in range(keys)]

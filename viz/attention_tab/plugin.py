@@ -26,7 +26,7 @@ from werkzeug import wrappers
 from utils.checkpoint_files import BEST, checkpoint_folder, checkpoint_step, step_checkpoint_path, step_checkpoints
 from viz.attention_store import StoredStep, find_runs, read_step, step_path, steps
 from viz.attention_tab.typed import TypedSentences
-from viz.kinds import KINDS, TITLES
+from viz.kinds import KINDS, TITLES, visible_keys
 
 PLUGIN_NAME = "attention"
 STATIC = Path(__file__).parent / "static"
@@ -118,8 +118,9 @@ class AttentionPlugin(base_plugin.TBPlugin):
         else:
             raise BadRequest(f"checkpoint must be 'best' or a step, got {name[:40]!r}")
         if not path.is_file():
-            raise BadRequest(f"run {run!r} has no checkpoint {name!r}: training saves best.pt at its first "
-                             "validation" if name == "best" else f"run {run!r} has no checkpoint of step {name}")
+            missing = "no checkpoint 'best': training saves best.pt at its first validation" if name == "best" \
+                else f"no checkpoint of step {name}"
+            raise BadRequest(f"run {run!r} has {missing}")
         if not self._inside_logdir(path):
             raise BadRequest(f"run {run!r}: checkpoint {name!r} lies outside the logdir", 403)
         try:
@@ -178,8 +179,7 @@ class AttentionPlugin(base_plugin.TBPlugin):
         products = keys * q  # (T_k, d_head): q∘k_j
         scores = products.sum(-1)  # (T_k,) q·k_j
         scaled = scores / math.sqrt(q.shape[0])
-        # trimmed to real lengths, nothing is padding; the decoder's own keys after the query are masked
-        visible = np.arange(len(cols)) <= query if kind == "decoder_self" else np.ones(len(cols), dtype=bool)
+        visible = np.array(visible_keys(kind, query, len(cols)))
         exp = np.where(visible, np.exp(scaled - scaled[visible].max()), 0.0)
         return {"rows": rows, "cols": cols, "d_head": int(q.shape[0]), "heads": int(inside["query"].shape[0]),
                 "q": _rounded(q), "keys": _rounded(keys), "products": _rounded(products), "scores": _rounded(scores),

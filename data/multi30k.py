@@ -2,13 +2,15 @@
 
 Two sources, one code path after loading: a local folder in the official layout
 (`{split}.{lang}.gz`, or plain `{split}.{lang}`), or, when no folder is given, the official
-files downloaded and cached through `datasets`.
+files downloaded once into a folder of the same layout under the cache (data/download.py).
 """
+import hashlib
 import os
 from pathlib import Path
 
-from datasets import DatasetDict, DownloadManager
+from datasets import DatasetDict
 
+from data.download import download_gzip_files
 from data.sources import read_parallel
 from utils.errors import UserError
 
@@ -18,6 +20,11 @@ STANDARD_SPLITS = ("train", "val", "test_2016_flickr")
 EXTRA_TEST_SPLITS = ("test_2017_flickr", "test_2018_flickr", "test_2017_mscoco")
 OFFICIAL_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 ENV_VAR = "MULTI30K_DIR"
+
+
+def downloaded(configured: str | None) -> bool:
+    """Whether Multi30k is downloaded: no local folder configured, none in $MULTI30K_DIR."""
+    return not (configured or os.environ.get(ENV_VAR))
 
 
 def resolve_data_dir(configured: str | None) -> Path | None:
@@ -58,27 +65,40 @@ def _local_files(folder: Path, splits: list[str], langs: tuple[str, ...]) -> dic
     return files
 
 
-def _downloaded_files(splits: list[str], langs: tuple[str, ...]) -> dict[tuple[str, str], Path]:
-    urls = {f"{split}.{lang}": OFFICIAL_URL.format(split=split, lang=lang) for split in splits for lang in langs}
+def download_folder(url: str, cache_dir: str | Path) -> Path:
+    """Where the files of URL template `url` are kept: one folder per template, so that a mirror
+    never mixes its files with another's."""
+    return Path(cache_dir) / "downloads" / f"multi30k-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
+
+
+def _downloaded_files(splits: list[str], langs: tuple[str, ...], url: str,
+                      cache_dir: str | Path) -> dict[tuple[str, str], Path]:
+    """The official files of `splits` and `langs` from URL template `url`, downloaded into the
+    cache once (data/download.py)."""
+    if "{split}" not in url or "{lang}" not in url:
+        raise UserError(f"data.url must hold {{split}} and {{lang}} where a file's split and language go, "
+                        f"as {OFFICIAL_URL}; got {url!r}")
     try:
-        paths = DownloadManager().download(urls)
-    except Exception as e:  # offline mode, DNS, HTTP errors all mean the same to the user
-        raise UserError(
-            f"no local Multi30k folder given and the download failed ({type(e).__name__}); "
-            f"point to a local copy with data.dir=/path/to/multi30k or {ENV_VAR}=/path/to/multi30k "
-            "(files {split}.{lang}.gz from github.com/multi30k/dataset, data/task1/raw)"
-        ) from None
-    return {(split, lang): Path(paths[f"{split}.{lang}"]) for split in splits for lang in langs}
+        urls = {f"{split}.{lang}.gz": url.format(split=split, lang=lang) for split in splits for lang in langs}
+    except (KeyError, IndexError, ValueError) as e:
+        raise UserError(f"data.url {url!r} is not a template with only {{split}} and {{lang}} ({e})") from None
+    way_out = (f"without a network, point data.dir or {ENV_VAR} at a local copy of Multi30k (its files "
+               "{split}.{lang}.gz, from github.com/multi30k/dataset, data/task1/raw)")
+    paths = download_gzip_files(urls, download_folder(url, cache_dir), way_out)
+    return {(split, lang): paths[f"{split}.{lang}.gz"] for split in splits for lang in langs}
 
 
-def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None,
-                  splits: list[str] | None = None) -> DatasetDict:
+def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None, splits: list[str] | None = None,
+                  url: str = OFFICIAL_URL, cache_dir: str | Path = ".cache/minitrans") -> DatasetDict:
     """Parallel Multi30k splits as a DatasetDict with string columns `src` and `tgt`.
 
     Args:
         src_lang, tgt_lang: two of en, de, fr, cs.
         data_dir: local folder; None falls back to $MULTI30K_DIR, then to downloading.
-        splits: which splits; default train, val and every test split available.
+        splits: which splits; default train, val and every test split available (downloaded:
+            train, val and test_2016_flickr).
+        url: where to download from: a template with {split} and {lang} (a mirror, a local server).
+        cache_dir: downloads are kept in a folder under it (`download_folder`).
 
     Empty or whitespace-only pairs are dropped from `train` only: test and validation sets
     keep every line so that translations stay aligned with their references.
@@ -91,7 +111,7 @@ def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None,
     langs = (src_lang, tgt_lang)
     folder = resolve_data_dir(data_dir)
     if folder is None:
-        files = _downloaded_files(splits or list(STANDARD_SPLITS), langs)
+        files = _downloaded_files(splits or list(STANDARD_SPLITS), langs, url, cache_dir)
     else:
         files = _local_files(folder, splits or available_splits(folder, langs), langs)
 

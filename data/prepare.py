@@ -10,14 +10,26 @@ import datasets
 from datasets import DatasetDict, load_from_disk
 
 from data.columns import column_lines, digest_lines
-from data.multi30k import load_multi30k
+from data.multi30k import ENV_VAR, OFFICIAL_URL, downloaded, load_multi30k
 from data.sources import SOURCES, carve_validation, load_files, load_hf, load_table, split_names
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
 from utils.errors import UserError
+from utils.settings import read_when
 
 log = logging.getLogger(__name__)
 datasets.disable_progress_bars()  # its quick steps say nothing; tokenizing a large corpus shows its bar
 BAR_FROM_PAIRS = 100_000  # ~5 s of tokenizing on 2 cores (bench/data_prep.py); Multi30k's 29,000 show none
+
+
+def _by(*sources: str) -> dict:
+    """The field is read only when data.source (the data=... option) is one of `sources`."""
+    return read_when(lambda cfg: cfg.source in sources, f"read by data={', '.join(sources)}; add data={sources[0]}")
+
+
+TABLES = ("files", "tsv", "jsonl", "hf")  # the sources that read their splits from data.train, val, test
+CARVED = read_when(lambda cfg: cfg.source in TABLES and cfg.val is None,
+                   "read only where training pairs are set aside for validation: by data=files, tsv, jsonl and hf "
+                   "without data.val")
 
 
 @dataclass
@@ -26,24 +38,34 @@ class DataConfig:
     tgt_lang: str = "en"
     # where the pairs come from (data/sources.py): multi30k, files, tsv, jsonl or hf
     source: str = "multi30k"
-    dir: str | None = None  # multi30k: the local folder; None: $MULTI30K_DIR, else download
+    # multi30k: the local folder; None: $MULTI30K_DIR, else download
+    dir: str | None = field(default=None, metadata=_by("multi30k"))
+    # multi30k without a local folder: where its files are downloaded from, {split} and {lang}
+    # filled in (a mirror, or a local server); kept under cache_dir/downloads/
+    url: str = field(default=OFFICIAL_URL, metadata=read_when(
+        lambda cfg: cfg.source == "multi30k" and downloaded(cfg.dir),
+        f"read only where Multi30k is downloaded: by data=multi30k without data.dir and ${ENV_VAR}"))
     # files: a prefix per split ({prefix}.{lang}, or .gz); tsv, jsonl: a file per split; hf: the
     # dataset's split names. Any number of test splits; without val, val_size training pairs
     # drawn with val_seed validate instead.
-    train: str | None = None
-    val: str | None = None
-    test: list[str] = field(default_factory=list)
-    val_size: int = 1000
-    val_seed: int = 1234
+    train: str | None = field(default=None, metadata=_by(*TABLES))
+    val: str | None = field(default=None, metadata=_by(*TABLES))
+    test: list[str] = field(default_factory=list, metadata=_by(*TABLES))
+    val_size: int = field(default=1000, metadata=CARVED)
+    val_seed: int = field(default=1234, metadata=CARVED)
     # tsv: a column number, or its name with header=true (defaults 0 and 1); jsonl: a key, or a
     # language under "translation"; hf: a column, or a language of the translation column
     # (defaults: the languages)
-    src_field: str | None = None
-    tgt_field: str | None = None
-    header: bool = False
-    name: str | None = None  # hf: a dataset on the hub, or a local folder (save_to_disk) or data files
-    subset: str | None = None  # hf: the dataset's configuration, e.g. de-en
-    cache_dir: str = ".cache/minitrans"  # tokenizers and tokenized splits
+    src_field: str | None = field(default=None, metadata=_by("tsv", "jsonl", "hf"))
+    tgt_field: str | None = field(default=None, metadata=_by("tsv", "jsonl", "hf"))
+    header: bool = field(default=False, metadata=_by("tsv"))
+    # tsv: "none", a field is all between two tabs, quotes too; "csv", fields in double quotes by
+    # CSV rules (a tab inside, "" for a quote)
+    quoting: str = field(default="none", metadata=_by("tsv"))
+    # hf: a dataset on the hub, or a local folder (save_to_disk) or data files
+    name: str | None = field(default=None, metadata=_by("hf"))
+    subset: str | None = field(default=None, metadata=_by("hf"))  # hf: the dataset's configuration, e.g. de-en
+    cache_dir: str = ".cache/minitrans"  # downloads, tokenizers and tokenized splits
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     # First N pairs only (quick runs, CI); None keeps everything. The tokenizer is trained on
     # the training subset, so a small run also trains a small tokenizer quickly.
@@ -53,7 +75,8 @@ class DataConfig:
     # pair in segmentations drawn from its n best, P(x)^alpha-weighted with alpha this value
     # (unigram tokenizer only); 0: the best segmentation throughout, as validation and test.
     subword_sampling: float = 0.0
-    subword_n_best: int = 16
+    subword_n_best: int = field(default=16, metadata=read_when(
+        lambda cfg: cfg.subword_sampling > 0, "read only with subword sampling on: give data.subword_sampling > 0"))
 
 
 @dataclass
@@ -115,7 +138,10 @@ def load_corpus(cfg: DataConfig, splits: list[str] | None = None, data_dir: str 
     """The configured source's splits (`splits` only, if given): train, val, tests."""
     source = getattr(cfg, "source", "multi30k")  # a checkpoint's config from before sources had a name
     if source == "multi30k":
-        return load_multi30k(cfg.src_lang, cfg.tgt_lang, data_dir or cfg.dir, splits)
+        folder = data_dir or cfg.dir
+        # data.url is read only where it is used (tests/test_config.py); a config from before it has none
+        url = getattr(cfg, "url", OFFICIAL_URL) if downloaded(folder) else OFFICIAL_URL
+        return load_multi30k(cfg.src_lang, cfg.tgt_lang, folder, splits, url, cfg.cache_dir)
     if source not in SOURCES:
         raise UserError(f"data.source must be one of {', '.join(SOURCES)}, not {source!r}")
     if cfg.src_lang == cfg.tgt_lang:
@@ -124,17 +150,21 @@ def load_corpus(cfg: DataConfig, splits: list[str] | None = None, data_dir: str 
     named = split_names(cfg.train, cfg.val, list(cfg.test), what)
     wanted = set(splits or named) | ({"train"} if cfg.val is None else set())  # carving val needs train
     named = {split: where for split, where in named.items() if split in wanted}
-    fields = (cfg.src_field or ("0" if source == "tsv" else cfg.src_lang),
-              cfg.tgt_field or ("1" if source == "tsv" else cfg.tgt_lang))
     if source == "files":
         text = load_files(cfg.src_lang, cfg.tgt_lang, named)
-    elif source == "hf":
-        if not cfg.name:
-            raise UserError("data.name is required with data.source=hf: a dataset's name or a local folder")
-        text = load_hf(cfg.name, cfg.subset, named, *fields)
-    else:
-        text = load_table(source, named, *fields, header=cfg.header)
-    text = carve_validation(text, cfg.val_size, cfg.val_seed)
+    else:  # which column or key holds each side
+        fields = (cfg.src_field or ("0" if source == "tsv" else cfg.src_lang),
+                  cfg.tgt_field or ("1" if source == "tsv" else cfg.tgt_lang))
+        if source == "hf":
+            if not cfg.name:
+                raise UserError("data.name is required with data.source=hf: a dataset's name or a local folder")
+            text = load_hf(cfg.name, cfg.subset, named, *fields)
+        elif source == "jsonl":
+            text = load_table(source, named, *fields)
+        else:
+            text = load_table(source, named, *fields, header=cfg.header, quoting=getattr(cfg, "quoting", "none"))
+    if cfg.val is None:  # no validation split given: one is set aside from training
+        text = carve_validation(text, cfg.val_size, cfg.val_seed)
     return DatasetDict({split: ds for split, ds in text.items() if splits is None or split in splits})
 
 

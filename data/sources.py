@@ -16,6 +16,7 @@ the corpus. Empty or whitespace-only pairs are dropped from `train` only, so tha
 validation translations stay aligned with their references. A corpus without a validation split
 gets one carved from training: `data.val_size` pairs drawn with `data.val_seed`, said in the log.
 """
+import csv
 import gzip
 import json
 import logging
@@ -30,6 +31,7 @@ import pyarrow.compute as pc
 from datasets import Dataset, DatasetDict
 from datasets.fingerprint import generate_random_fingerprint
 
+from data.download import GZIP_MAGIC
 from utils.errors import UserError
 from utils.text import utf8_lines
 
@@ -40,10 +42,15 @@ CHUNK = 100_000  # pairs converted to Arrow at a time
 
 
 def _lines(path: Path) -> Iterator[str]:
-    """Lines of a gzip or plain UTF-8 text file (utils/text.py: one per "\\n")."""
+    """Lines of a gzip or plain UTF-8 text file (utils/text.py: one per "\\n"). gzip is told by
+    the file's first bytes, never by its name: a download cached under a hash has no suffix,
+    and a plain file may be called .gz."""
     try:
-        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as stream:
-            yield from utf8_lines(stream, str(path))
+        with open(path, "rb") as raw:
+            compressed = raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw as stream:
+                yield from utf8_lines(stream, str(path))
     except (gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise UserError(f"{path} is not a readable gzip file ({e})") from None
     except OSError as e:
@@ -111,14 +118,15 @@ def pairs(split: str, table: pa.Table, where: str) -> Dataset:
 def split_names(train: str | None, val: str | None, tests: list[str], what: str) -> dict[str, str | None]:
     """{split name: where it is} for the configured train, val and test locations; a test split
     is named by its location's file name without extension (`/corpus/newstest2014.tsv`:
-    `newstest2014`), made unique."""
+    `newstest2014`), made unique with a number (`/other/newstest2014.tsv`: `newstest2014_2`)."""
     if not train:
         raise UserError(f"data.train is required: the training {what}")
     named: dict[str, str | None] = {"train": train, "val": val}
     for location in tests:
-        name = Path(location).name.removesuffix(".gz").split(".")[0] or "test"
-        if name in named:
-            name = f"test_{len(named) - 1}"
+        stem = Path(location).name.removesuffix(".gz").split(".")[0] or "test"
+        name, number = stem, 2
+        while name in named:
+            name, number = f"{stem}_{number}", number + 1
         named[name] = location
     return named
 
@@ -141,11 +149,17 @@ def load_files(src_lang: str, tgt_lang: str, named: dict[str, str | None]) -> Da
     return DatasetDict(result)
 
 
-def _tsv_rows(path: Path, src_field: str, tgt_field: str, header: bool) -> Iterator[tuple[str, str]]:
+def _tsv_rows(path: Path, src_field: str, tgt_field: str, header: bool, quoting: str) -> Iterator[tuple[str, str]]:
+    """Pairs of a TSV file's two columns. quoting "none": a field is everything between tabs, quotes
+    included; "csv": the csv module's rules (a field in double quotes may hold tabs, "" is a quote)."""
     lines = iter(_lines(path))
+    rows: Iterator[list[str]] = (line.split("\t") for line in lines)
+    if quoting == "csv":
+        reader = csv.reader(lines, delimiter="\t", quotechar='"', strict=True)
+        rows = _csv_rows(reader, path)
     columns: dict[str, int] = {}
     if header:
-        names = next(lines, "").split("\t")
+        names = next(rows, [""])
         columns = {name: i for i, name in enumerate(names)}
     index = []
     for field in (src_field, tgt_field):
@@ -156,12 +170,25 @@ def _tsv_rows(path: Path, src_field: str, tgt_field: str, header: bool) -> Itera
         else:
             has = f"its header has {', '.join(columns)}" if header else "give a column number, or data.header=true"
             raise UserError(f"{path} has no column {field!r}; {has}")
-    for number, line in enumerate(lines, start=2 if header else 1):
-        cells = line.split("\t")  # no quoting: a tab never occurs inside a sentence of a TSV corpus
+    warned = quoting == "csv"
+    for number, cells in enumerate(rows, start=2 if header else 1):
         if max(index) >= len(cells):
             raise UserError(f"{path} line {number} has {len(cells)} column(s); columns {index[0]} and {index[1]} "
                             "are read")
-        yield cells[index[0]], cells[index[1]]
+        pair = cells[index[0]], cells[index[1]]
+        if not warned and all(len(cell) > 1 and cell[0] == cell[-1] == '"' for cell in pair):
+            log.warning("%s line %d: the fields are in double quotes, which are kept as part of the text; "
+                        "data.quoting=csv reads them by CSV rules", path, number)
+            warned = True
+        yield pair
+
+
+def _csv_rows(reader, path: Path) -> Iterator[list[str]]:
+    """The rows of a csv.reader, its errors one line naming the file and line."""
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise UserError(f"{path} line {reader.line_num} is not a row by CSV rules ({e})") from None
 
 
 def _jsonl_rows(path: Path, src_field: str, tgt_field: str) -> Iterator[tuple[str, str]]:
@@ -175,8 +202,17 @@ def _jsonl_rows(path: Path, src_field: str, tgt_field: str) -> Iterator[tuple[st
         pair = [_field(record, field) for field in (src_field, tgt_field)]
         if None in pair:
             missing = (src_field, tgt_field)[pair.index(None)]
+            has = ", ".join(record) if isinstance(record, dict) else f"a {type(record).__name__}, not an object"
+            if isinstance(record, dict) and "translation" in record and not isinstance(record["translation"], dict):
+                has += f" (its translation is a {type(record['translation']).__name__}, not an object)"
             raise UserError(f"{path} line {number} has no {missing!r} (neither a key nor translation.{missing}); "
-                            f"it has {', '.join(record) if isinstance(record, dict) else type(record).__name__}")
+                            f"it has {has}")
+        for text in pair:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as e:  # JSON's \ud800 escapes: half a character, no text
+                raise UserError(f"{path} line {number} holds {text[e.start]!r}, half of a UTF-16 surrogate pair, "
+                                "which is no character") from None
         yield pair[0], pair[1]
 
 
@@ -185,15 +221,16 @@ def _field(record, field: str) -> str | None:
     column); None if neither is a string."""
     if not isinstance(record, dict):
         return None
-    for value in (record.get(field), (record.get("translation") or {}).get(field)):
+    translation = record.get("translation")
+    for value in (record.get(field), translation.get(field) if isinstance(translation, dict) else None):
         if isinstance(value, str):
             return value
     return None
 
 
 def load_table(kind: str, named: dict[str, str | None], src_field: str, tgt_field: str,
-               header: bool) -> DatasetDict:
-    """A TSV or JSONL file per split."""
+               header: bool = False, quoting: str = "none") -> DatasetDict:
+    """A TSV or JSONL file per split (`header` and `quoting`: TSV only)."""
     result = {}
     for split, location in named.items():
         if location is None:
@@ -202,7 +239,7 @@ def load_table(kind: str, named: dict[str, str | None], src_field: str, tgt_fiel
         if not path.is_file():
             raise UserError(f"the {split} file {path} does not exist")
         if kind == "tsv":
-            rows = _tsv_rows(path, src_field, tgt_field, header)
+            rows = _tsv_rows(path, src_field, tgt_field, header, quoting)
         else:
             rows = _jsonl_rows(path, src_field, tgt_field)
         result[split] = pairs(split, arrow_pairs(rows), str(path))
@@ -221,13 +258,8 @@ def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_fie
             loaded = datasets.load_from_disk(str(local))
         else:
             loaded = datasets.load_dataset(str(local) if local.exists() else name, subset)
-    except (OSError, ValueError, datasets.exceptions.DatasetNotFoundError) as e:  # OSError: offline, missing files
-        if local.exists():
-            raise UserError(f"cannot load the dataset in {local} ({type(e).__name__}: {str(e).splitlines()[0]})") \
-                from None
-        raise UserError(f"cannot load {name!r} from the Hugging Face hub ({type(e).__name__}); without a network, "
-                        "load it where there is one, `datasets.load_dataset(...).save_to_disk(FOLDER)`, copy the "
-                        "folder here and give data.name=FOLDER") from None
+    except Exception as e:  # noqa: BLE001 - datasets and huggingface_hub fail in many ways; each is told apart
+        raise UserError(_hf_failure(name, subset, local, e)) from None
     if isinstance(loaded, Dataset):
         loaded = DatasetDict({"train": loaded})
     result = {}
@@ -249,11 +281,35 @@ def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_fie
     return DatasetDict(result)
 
 
+def _first_line(error: BaseException | None) -> str:
+    text = str(error).strip() if error is not None else ""
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _hf_failure(name: str, subset: str | None, local: Path, error: Exception) -> str:
+    """What failed when `datasets` could not load `name`, in one line: the data files, the dataset,
+    its configuration, or the way to the hub."""
+    from datasets.exceptions import DatasetGenerationError, DatasetNotFoundError
+
+    first = _first_line(error)
+    if isinstance(error, DatasetGenerationError):  # the files were found but do not read as a dataset
+        return f"cannot read the data files of {name!r} as a dataset: {_first_line(error.__cause__ or error.__context__)}"
+    if isinstance(error, DatasetNotFoundError):
+        return f"{name!r} is not a dataset on the Hugging Face hub, or not one this machine may read (private or gated)"
+    if isinstance(error, ValueError) and ("BuilderConfig" in first or "Config name is missing" in first):
+        return f"dataset {name!r} has no configuration {subset!r}: {first}" if subset else \
+            f"dataset {name!r} needs data.subset, its configuration: {first}"
+    if local.exists():
+        return f"cannot load the dataset in {local} ({type(error).__name__}: {first})"
+    if isinstance(error, ConnectionError) or "LocalEntryNotFoundError" in first or "offline" in first.lower():
+        return (f"cannot reach the Hugging Face hub for {name!r} ({first}); without a network, load it where there "
+                "is one, `datasets.load_dataset(...).save_to_disk(FOLDER)`, copy the folder here and give "
+                "data.name=FOLDER")
+    return f"cannot load {name!r}, neither a local folder nor a dataset on the hub ({type(error).__name__}: {first})"
+
+
 def carve_validation(text: DatasetDict, size: int, seed: int) -> DatasetDict:
-    """Without a validation split: `size` training pairs, drawn with `seed`, become one (and
-    leave training)."""
-    if "val" in text:
-        return text
+    """`size` training pairs, drawn with `seed`, become the validation split (and leave training)."""
     train = text["train"]
     if len(train) < 2 * size:
         raise UserError(f"no validation split given and {len(train)} training pairs are too few to carve "

@@ -14,6 +14,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import numpy as np
 import sentencepiece as spm
 from datasets import Dataset
 
@@ -38,11 +39,11 @@ class TokenizerConfig:
     # Unknown characters are spelled as UTF-8 bytes instead of mapping to unk, so any input
     # round-trips exactly (costs 256 vocabulary entries).
     byte_fallback: bool = True
-    # SentencePiece learns from at most this many sentences, drawn at random from a larger
-    # corpus (its input_sentence_size): a million pairs' two million sentences would take
-    # minutes and gigabytes for a vocabulary that a sample learns as well. Multi30k's 58,000
-    # are all used.
+    # SentencePiece learns from at most this many sentences, drawn at random with `seed` from a
+    # larger corpus: a million pairs' two million sentences would take minutes and gigabytes for
+    # a vocabulary that a sample learns as well. Multi30k's 58,000 are all used.
     max_sentences: int = 1_000_000
+    seed: int = 1234  # the same sample, so the same tokenizer, whenever it is trained again
 
     def __post_init__(self) -> None:
         if self.model_type not in ("unigram", "bpe"):
@@ -128,8 +129,25 @@ def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
             num_threads=os.cpu_count() or 1, minloglevel=2,
         )
     except RuntimeError as e:  # e.g. vocab_size larger than the data supports
-        raise UserError(f"SentencePiece training failed: {str(e).strip().splitlines()[-1]}") from None
+        said = str(e).strip().splitlines()[-1]  # "INTERNAL: src/x.cc(744) [check] Vocabulary size too high ..."
+        raise UserError(f"SentencePiece training failed: {said.rsplit('] ', 1)[-1]}") from None
     return stream.getvalue()
+
+
+def _sentences(train: Dataset, columns: tuple[str, ...], cfg: TokenizerConfig) -> Iterator[str]:
+    """The sentences of `columns`, or a sample of `cfg.max_sentences` of them drawn with `cfg.seed`
+    (SentencePiece's own sample is not reproducible: a tokenizer trained again after its cache
+    was lost would differ, and a run could not resume)."""
+    total = len(train) * len(columns)
+    lines = chain.from_iterable(column_lines(train, column) for column in columns)
+    if total <= cfg.max_sentences:
+        yield from lines
+        return
+    log.info("SentencePiece learns from %d of the %d training sentences, drawn with seed %d", cfg.max_sentences,
+             total, cfg.seed)
+    keep = np.zeros(total, dtype=bool)
+    keep[np.random.default_rng(cfg.seed).choice(total, cfg.max_sentences, replace=False)] = True
+    yield from (line for line, kept in zip(lines, keep) if kept)
 
 
 def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> Tokenizer:
@@ -153,6 +171,6 @@ def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> To
         for path, columns in zip(paths, sides):
             path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_file(path, "wb") as file:
-                file.write(_train_model(chain.from_iterable(column_lines(train, c) for c in columns), cfg))
+                file.write(_train_model(_sentences(train, columns, cfg), cfg))
     models = [p.read_bytes() for p in paths]
     return Tokenizer(models[0], models[-1])

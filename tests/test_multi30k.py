@@ -1,4 +1,5 @@
-"""data/multi30k.py: Multi30k loaded from a folder, and every error a folder can give."""
+"""data/multi30k.py: Multi30k loaded from a folder, and every error a folder can give (downloading:
+tests/test_download.py)."""
 import gzip
 import logging
 
@@ -80,9 +81,20 @@ def test_line_count_mismatch_names_both_files(tmp_path):
 
 def test_unreadable_gzip(tmp_path):
     make_folder(tmp_path)
-    (tmp_path / "val.de.gz").write_bytes(b"this is not gzip")
+    (tmp_path / "val.de.gz").write_bytes(gzip.compress(b"gut\n" * 1000)[:-20])  # gzip's header, then cut off
     with pytest.raises(UserError, match=r"val\.de\.gz is not a readable gzip file"):
         load_multi30k("de", "en", str(tmp_path))
+
+
+def test_gzip_is_told_by_its_content_never_by_its_name(tmp_path):
+    """A download cached under a hash has no .gz (found once: read as text, it was 'not UTF-8'), and
+    a plain file may be called .gz."""
+    make_folder(tmp_path)
+    (tmp_path / "val.de.gz").write_bytes(b"eins\nzwei\ndrei\n")  # plain text under a .gz name
+    (tmp_path / "val.en.gz").unlink()
+    (tmp_path / "val.en").write_bytes(gzip.compress(b"one\ntwo\nthree\n"))  # gzip under a plain name
+    val = load_multi30k("de", "en", str(tmp_path))["val"]
+    assert val["src"] == ["eins", "zwei", "drei"] and val["tgt"] == ["one", "two", "three"]
 
 
 def test_non_utf8_bytes(tmp_path):
@@ -110,15 +122,8 @@ def test_missing_folder_and_bad_language(tmp_path):
         load_multi30k("xx", "en", str(tmp_path))
 
 
-def test_no_folder_and_no_network_says_how_to_point_at_a_copy(monkeypatch):
-    monkeypatch.delenv("MULTI30K_DIR", raising=False)
-    monkeypatch.setattr("datasets.config.HF_DATASETS_OFFLINE", True)
-    with pytest.raises(UserError, match=r"download failed.*data\.dir=/path/to/multi30k or MULTI30K_DIR="):
-        load_multi30k("de", "en", None, splits=["val"])
-
-
-def test_download_path_has_its_http_filesystem():
-    """Without a local folder, files come through datasets -> fsspec's HTTP filesystem, which
+def test_the_hub_path_has_its_http_filesystem():
+    """data=hf with a hub name downloads through datasets -> fsspec's HTTP filesystem, which
     raises ImportError unless aiohttp and requests are installed (found missing once)."""
     import fsspec
 

@@ -2,6 +2,7 @@
 carving validation, and every bad input in one line. Built from the committed toy corpus."""
 import gzip
 import json
+import logging
 
 import datasets
 import pytest
@@ -64,6 +65,33 @@ def test_tsv_columns_by_number_or_by_header_name(tmp_path):
     assert sorted(as_pairs(text["train"]) + as_pairs(text["val"])) == sorted(as_pairs(TOY["train"]))
     plain = write_tsv(tmp_path / "plain.tsv", None, [(de, en) for _, de, en in rows[:300]])
     assert as_pairs(corpus("tsv", train=plain, val=plain)["val"]) == as_pairs(TOY["train"])[:300]  # columns 0, 1
+
+
+def test_tsv_quotes_are_text_unless_csv_quoting_is_asked_for(tmp_path, caplog):
+    """quoting=none (the default): a field is everything between tabs, its quotes too, said in the
+    log; quoting=csv: CSV's rules, a tab inside quotes, "" a quote."""
+    path = tmp_path / "q.tsv"
+    path.write_text('de\ten\n"ein\tHund"\t"a ""dog"""\n"Katze"\t"cat"\n', encoding="utf-8")
+    read = corpus("tsv", train=str(path), val=str(path), header=True, src_field="de", tgt_field="en", quoting="csv")
+    assert as_pairs(read["val"]) == [("ein\tHund", 'a "dog"'), ("Katze", "cat")]
+    with caplog.at_level(logging.WARNING, logger="data.sources"):
+        plain = corpus("tsv", train=str(path), val=str(path), header=True, src_field="de", tgt_field="en")
+    assert as_pairs(plain["val"]) == [('"ein', 'Hund"'), ('"Katze"', '"cat"')]
+    assert "line 3: the fields are in double quotes, which are kept as part of the text; data.quoting=csv" in caplog.text
+
+
+def test_test_splits_of_one_name_each_keep_their_own(tmp_path):
+    """Two test sets of one file name in different folders, and a third already named as the
+    second would be renamed: three splits (one was once silently dropped)."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        for lang in ("de", "en"):
+            (tmp_path / folder / f"test.{lang}").write_text(f"{folder} {lang}\n")
+            (tmp_path / folder / f"test_2.{lang}").write_text(f"{folder}2 {lang}\n")
+    text = corpus("files", train=str(TOY_CORPUS / "train"), val=str(TOY_CORPUS / "val"),
+                  test=[str(tmp_path / "a" / "test_2"), str(tmp_path / "a" / "test"), str(tmp_path / "b" / "test")])
+    assert {split: text[split]["src"] for split in text if split not in ("train", "val")} == {
+        "test_2": ["a2 de"], "test": ["a de"], "test_3": ["b de"]}
 
 
 def test_jsonl_as_translation_records_or_two_keys(tmp_path):
@@ -156,6 +184,12 @@ def bad(tmp_path, name: str) -> dict:
     (tmp_path / "tiny.en").write_text("a\nb\n")
     write_tsv(tmp_path / "t.tsv", ["de", "en"], [("a", "b")])
     (tmp_path / "r.jsonl").write_text(json.dumps({"de": "a", "english": "b"}) + "\n")
+    (tmp_path / "list.jsonl").write_text(json.dumps({"de": "a", "en": "b"}) + "\n" +
+                                         json.dumps({"translation": ["c", "d"]}) + "\n")
+    (tmp_path / "half.jsonl").write_text('{"de": "a", "en": "b"}\n{"de": "x\\ud800y", "en": "z"}\n')
+    (tmp_path / "q.tsv").write_text('de\ten\n"a\tb"\t"c"d"\n')
+    (tmp_path / "broken").mkdir(exist_ok=True)
+    (tmp_path / "broken" / "train.json").write_text('{"de": "a", "en": "b"}\nnot JSON {\n')
     return {
         "line counts": dict(source="files", train=train, val=str(tmp_path / "short")),
         "missing language": dict(source="files", train=train, tgt_lang="fr"),
@@ -166,7 +200,13 @@ def bad(tmp_path, name: str) -> dict:
         "tsv column": dict(source="tsv", train=str(tmp_path / "t.tsv"), val=str(tmp_path / "t.tsv"), header=True,
                            src_field="de", tgt_field="fr"),
         "jsonl key": dict(source="jsonl", train=str(tmp_path / "r.jsonl"), val=str(tmp_path / "r.jsonl")),
+        "jsonl list": dict(source="jsonl", train=str(tmp_path / "list.jsonl"), val=str(tmp_path / "list.jsonl")),
+        "jsonl surrogate": dict(source="jsonl", train=str(tmp_path / "half.jsonl"), val=str(tmp_path / "half.jsonl")),
+        "csv quoting": dict(source="tsv", train=str(tmp_path / "q.tsv"), val=str(tmp_path / "q.tsv"), header=True,
+                            quoting="csv"),
         "hub offline": dict(source="hf", name="wmt16", subset="de-en", train="train", val="validation"),
+        "hf files": dict(source="hf", name=str(tmp_path / "broken"), train="train", val=None),
+        "hf config": dict(source="hf", name=str(tmp_path / "broken"), subset="de-en", train="train", val=None),
         "hf split": dict(source="hf", name=hf_copy(tmp_path / "saved"), train="train", val="dev"),
         "unknown source": dict(source="csv", train=train),
     }[name]
@@ -181,7 +221,14 @@ def bad(tmp_path, name: str) -> dict:
     ("no train", "data.train is required: the training prefix ({{prefix}}.{{lang}})"),
     ("tsv column", "{tmp}/t.tsv has no column 'fr'; its header has de, en"),
     ("jsonl key", "{tmp}/r.jsonl line 1 has no 'en' (neither a key nor translation.en); it has de, english"),
-    ("hub offline", "cannot load 'wmt16' from the Hugging Face hub"),
+    ("jsonl list", "{tmp}/list.jsonl line 2 has no 'de' (neither a key nor translation.de); it has translation "
+                   "(its translation is a list, not an object)"),
+    ("jsonl surrogate", "{tmp}/half.jsonl line 2 holds '\\ud800', half of a UTF-16 surrogate pair, which is no character"),
+    ("csv quoting", "{tmp}/q.tsv line 2 is not a row by CSV rules"),
+    ("hub offline", "cannot reach the Hugging Face hub for 'wmt16' (Couldn't reach 'wmt16' on the Hub "
+                    "(OfflineModeIsEnabled)); without a network"),
+    ("hf files", "cannot read the data files of '{tmp}/broken' as a dataset: "),
+    ("hf config", "dataset '{tmp}/broken' has no configuration 'de-en': BuilderConfig 'de-en' not found"),
     ("hf split", "has no split 'dev'; it has train, validation, test"),
     ("unknown source", "data.source must be one of multi30k, files, tsv, jsonl, hf, not 'csv'"),
 ])

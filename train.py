@@ -19,10 +19,10 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from training.config import register_configs
+from training.config import register_configs, to_run_config
 from training.run import train
 from utils.checkpoint_files import checkpoint_folder, latest_step_checkpoint
-from utils.cli import run_command
+from utils.cli import os_error_line, run_command
 
 register_configs()
 
@@ -41,7 +41,9 @@ def continue_command(overrides: list[str], run_dir: Path) -> str:
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir, overrides = Path(hydra_cfg.runtime.output_dir), list(hydra_cfg.overrides.task)
-    status = run_command(lambda: train(cfg, run_dir), lambda: continue_command(overrides, run_dir))
+    # only the settings given here are refused when unread: an experiment's are not the user's
+    status = run_command(lambda: train(to_run_config(cfg, overrides), run_dir),
+                         lambda: continue_command(overrides, run_dir))
     if status:
         sys.exit(status)
 
@@ -69,6 +71,6 @@ if __name__ == "__main__":
     except (HydraException, OmegaConfBaseException) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
-    except OSError as e:  # e.g. a hydra.run.dir that cannot be created, a full disk
-        print(f"error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""), file=sys.stderr)
+    except OSError as e:  # e.g. a hydra.run.dir that Hydra cannot create
+        print(os_error_line(e), file=sys.stderr)
         sys.exit(1)

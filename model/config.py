@@ -38,6 +38,11 @@ class TransformerConfig:
     eos_id: int = 3
 
     def __post_init__(self) -> None:
+        sizes = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers",
+                 "d_ff", "max_len")
+        for name in sizes:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:

@@ -177,6 +177,7 @@ class Transformer(nn.Module):
             ValueError: a kind, layer or head that does not exist, naming the valid ranges.
         """
         modules = self.attention_modules()
+        device = self.src_embedding.weight.device  # not a projection's: int8 ones hold no float weight
         for module in (m for layers in modules.values() for m in layers):
             module.head_gate = None
         for kind, layer, head in heads:
@@ -188,7 +189,7 @@ class Transformer(nn.Module):
                 raise ValueError(f"layers have heads 1-{self.cfg.n_heads}, not {head}")
             module = modules[kind][layer - 1]
             if module.head_gate is None:
-                module.head_gate = torch.ones(self.cfg.n_heads, device=module.out_proj.weight.device)
+                module.head_gate = torch.ones(self.cfg.n_heads, device=device)
             module.head_gate[head - 1] = 0.0
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:

@@ -1,15 +1,19 @@
 """The Hydra configuration (conf/, training/config.py) and train.py's one-line errors."""
-import os
+import dataclasses
+import json
 
 import pytest
-import torch
 import yaml
 from omegaconf import OmegaConf
 
+from data import DataConfig
+from data.prepare import load_corpus
 from model import TransformerConfig
-from training.config import RunConfig, to_run_config
+from training.config import FROM_TOKENIZER, RunConfig, TrainConfig, to_run_config
+from utils.errors import UserError
+from utils.settings import READ_WHEN
 
-from helpers import CONF, compose_config, run_train
+from helpers import CONF, compose_config
 
 
 def leaves(tree: dict, prefix: str = "") -> dict:
@@ -79,46 +83,118 @@ def test_experiment_files_hold_only_what_they_change(path):
         assert group == "override /model" and to_run_config(compose_config(f"model={option}")).model != default_model
 
 
-@pytest.mark.parametrize("override, message", [
-    ("train.lrr=1", "error: Could not override 'train.lrr'; Key 'lrr' not in 'TrainConfig'"),
-    ("train.max_steps=abc", "Value 'abc' of type 'str' could not be converted to Integer"),
-    ("model=huge", "Could not find 'model/huge'; available: base, compact, small, tiny"),
-    ("train.precision=fp8", "error: train.precision must be auto, fp32 or bf16, not 'fp8'"),
-    ("model.n_heads=7", "error: invalid config: d_model (128) must be divisible by n_heads (7)"),
-    ("train.lr=-1", "error: train.lr must be positive, not -1.0"),
-    ("train.betas=[0.9,1.5]", "error: train.betas must be two numbers in [0, 1), not [0.9, 1.5]"),
-    ("model.dropout=1.2", "error: model.dropout and model.attention_dropout must be in [0, 1)"),
-    ("train.warmup_steps=-5", "error: train.warmup_steps must be >= 0, not -5"),
-    ("train.attention_sentences=['Ein Hund.','  ']", "error: train.attention_sentences holds an empty sentence"),
-    ("train.init_from=x", None),  # with train.resume (below)
-    ("train.reserve_minutes=60", "error: train.reserve_minutes must be at least 0 and below train.max_minutes"),
-    ("data.subword_sampling=-0.5", "error: data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2"),
-    ("data.tokenizer.model_type=bpe", None),  # with data.subword_sampling (below)
-    ("data.dir=/does/not/exist", "error: Multi30k folder /does/not/exist (from data.dir) does not exist"),
-    ("train.device=cuda:0", None),  # on a CPU machine: no GPU; on a GPU machine: trains (not run here)
-])
-def test_bad_input_gives_one_line_error(tmp_path, override, message):
-    if override.startswith("train.device") and torch.cuda.is_available():
-        pytest.skip("a GPU is present")
-    overrides = [override]
-    if override == "train.init_from=x":
-        overrides.append("train.resume=y")
-        message = "error: give train.resume (continue a run) or train.init_from (start from its weights), not both"
-    if override == "data.tokenizer.model_type=bpe":
-        overrides.append("data.subword_sampling=0.5")
-        message = "error: data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best"
-    message = message or "error: train.device is cuda:0 but no CUDA GPU is available"
-    result = run_train(tmp_path, *overrides, check=False, env={**os.environ, "MULTI30K_DIR": str(tmp_path)})
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr
-    assert message in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+# --- a setting the run would not read is refused (utils/settings.py) --------------------------
+
+def rules(config_class) -> dict:
+    """{field name: its ReadWhen} of a config dataclass."""
+    return {f.name: f.metadata[READ_WHEN] for f in dataclasses.fields(config_class) if READ_WHEN in f.metadata}
 
 
-def test_a_run_folder_that_cannot_be_created_is_one_line(tmp_path):
-    blocker = tmp_path / "a_file"
-    blocker.write_text("")
-    result = run_train(blocker / "run", check=False)
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert result.stderr.startswith(f"error: Not a directory: {blocker}"), result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+# a value unlike each field's default, to give it
+GIVEN = {"dir": "/corpus", "url": "'http://127.0.0.1:1/{split}.{lang}.gz'", "train": "/corpus/train",
+         "val": "/corpus/dev", "test": "[/corpus/test]", "val_size": "500", "val_seed": "7", "src_field": "de",
+         "tgt_field": "en", "header": "true", "quoting": "csv", "name": "/data/wmt16", "subset": "de-en",
+         "subword_n_best": "4", "reserve_minutes": "2", "lr_floor": "0.1", "length_penalty": "0.6",
+         "attention_probes": "1", "attention_sentences": "['Ein Hund.']", "head_importance_sentences": "10"}
+DATA_OPTIONS = sorted(p.stem for p in (CONF / "data").glob("*.yaml"))
+# train's choices that make its other settings read or not, each with the values a run may take
+TRAIN_CHOICES = [[], ["train.schedule=constant"], ["train.schedule=inverse_sqrt"], ["train.max_minutes=null"],
+                 ["train.eval_beam_size=1", "train.test_beam_size=1"], ["train.attention_every=0"],
+                 ["train.head_importance=true"], ["experiment=ci"], ["experiment=proxy"]]
+
+
+@pytest.mark.parametrize("option", DATA_OPTIONS)
+@pytest.mark.parametrize("name", sorted(rules(DataConfig)))
+def test_every_data_option_refuses_the_settings_it_does_not_read(option, name, monkeypatch):
+    """Each data setting that only some options read, given with each option: refused, in one line
+    naming who reads it, exactly where its option does not read it (the rule's test, which the
+    next test holds to what loading reads)."""
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
+    overrides = [f"data={option}", f"data.{name}={GIVEN[name]}"]
+    config = compose_config(*overrides)
+    read = rules(DataConfig)[name].test(to_run_config(config, overrides=[]).data)
+    if read:
+        to_run_config(config, overrides)
+    else:
+        with pytest.raises(UserError, match=rf"^data\.{name} is (read by|read only) .*data[.=]"):
+            to_run_config(config, overrides)
+    assert read == {"dir": option == "multi30k", "url": option == "multi30k", "header": option == "tsv",
+                    "quoting": option == "tsv", "name": option == "hf", "subset": option == "hf",
+                    "src_field": option in ("tsv", "jsonl", "hf"), "tgt_field": option in ("tsv", "jsonl", "hf"),
+                    "subword_n_best": False, "val_size": option in ("files", "tsv", "jsonl"),
+                    "val_seed": option in ("files", "tsv", "jsonl")}.get(name, option != "multi30k")
+
+
+@pytest.mark.parametrize("choices", TRAIN_CHOICES, ids=lambda c: " ".join(c) or "recipe")
+@pytest.mark.parametrize("name", sorted(rules(TrainConfig)))
+def test_every_train_choice_refuses_the_settings_it_does_not_read(choices, name):
+    overrides = [*choices, f"train.{name}={GIVEN[name]}"]
+    config = compose_config(*overrides)
+    if rules(TrainConfig)[name].test(to_run_config(config, overrides=[]).train):
+        to_run_config(config, overrides)
+    else:
+        with pytest.raises(UserError, match=rf"^train\.{name} is read (by|only)"):
+            to_run_config(config, overrides)
+
+
+@pytest.mark.parametrize("name", FROM_TOKENIZER)
+def test_what_the_tokenizer_decides_is_not_a_setting(name):
+    with pytest.raises(UserError, match=rf"^model\.{name} is not read: a run takes it from its tokenizer"):
+        to_run_config(compose_config(f"model.{name}=99"))
+
+
+@pytest.mark.parametrize("model", ["tiny", "compact", "small", "base"])
+@pytest.mark.parametrize("option", [None, *DATA_OPTIONS, "experiment=ci", "experiment=proxy"])
+def test_no_option_or_experiment_sets_what_it_does_not_read(option, model):
+    """Checked against the defaults (overrides None): a group option or experiment file holds only
+    settings its run reads."""
+    to_run_config(compose_config(f"model={model}", *([option if "=" in option else f"data={option}"]
+                                                     if option else [])), overrides=None)
+
+
+class Recording:
+    """A DataConfig that notes which of its settings are read."""
+
+    def __init__(self, config: DataConfig) -> None:
+        object.__setattr__(self, "config", config)
+        object.__setattr__(self, "read", set())
+
+    def __getattr__(self, name: str):
+        self.read.add(name)
+        return getattr(self.config, name)
+
+
+def source_settings(tmp_path) -> dict[str, DataConfig]:
+    """Each data option's settings for a corpus of the toy's text, every setting of the option given."""
+    from helpers import TOY_CORPUS
+    from test_sources import hf_copy, write_tsv
+
+    toy = {split: list(zip(*(open(TOY_CORPUS / f"{split}.{lang}", encoding="utf-8").read().splitlines()
+                             for lang in ("de", "en")))) for split in ("train", "val")}
+    tsv = {split: write_tsv(tmp_path / f"{split}.tsv", ["en", "de"], [(en, de) for de, en in pairs])
+           for split, pairs in toy.items()}
+    jsonl = tmp_path / "train.jsonl"
+    jsonl.write_text("".join(json.dumps({"translation": {"de": de, "en": en}}) + "\n" for de, en in toy["train"]))
+    return {
+        "multi30k": DataConfig(dir=str(TOY_CORPUS)),
+        "files": DataConfig(source="files", train=str(TOY_CORPUS / "train"), val=str(TOY_CORPUS / "val"),
+                            test=[str(TOY_CORPUS / "test_2016_flickr")]),
+        "files, validation set aside": DataConfig(source="files", train=str(TOY_CORPUS / "train"), val_size=50),
+        "tsv": DataConfig(source="tsv", train=tsv["train"], val=tsv["val"], header=True, quoting="csv",
+                          src_field="de", tgt_field="en"),
+        "jsonl": DataConfig(source="jsonl", train=str(jsonl), val_size=50, src_field="de", tgt_field="en"),
+        "hf": DataConfig(source="hf", name=hf_copy(tmp_path / "saved"), train="train", val="validation",
+                         src_field="de", tgt_field="en"),
+    }
+
+
+def test_the_rules_are_what_loading_reads(tmp_path, monkeypatch):
+    """For each option, the source settings loading a corpus reads are exactly those the rules call
+    read (data.url: tests/test_download.py reads it, without a local folder)."""
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
+    sourced = set(rules(DataConfig)) - {"subword_n_best"}  # read by training's sampler, not by loading
+    for option, config in source_settings(tmp_path).items():
+        recording = Recording(config)
+        load_corpus(recording)
+        expected = {name for name in sourced if rules(DataConfig)[name].test(config)}
+        assert recording.read & sourced == expected, option

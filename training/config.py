@@ -3,8 +3,10 @@
 The dataclasses double as validation: Hydra rejects unknown keys and wrong types against
 them before anything runs, and `to_run_config` checks values that types cannot express.
 """
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
@@ -14,9 +16,14 @@ from omegaconf.errors import OmegaConfBaseException
 from data import DataConfig
 from model import TransformerConfig
 from utils.errors import UserError
+from utils.settings import default_of, override_keys, read_when, unread_settings
 
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+ATTENTION_LOGGED = read_when(lambda t: t.attention_every != 0,
+                             "read only where attention is logged (train.attention_every=0 turns it off)")
+# The model settings a run takes from its tokenizer (training/run.py): given, they would be overwritten.
+FROM_TOKENIZER = ("src_vocab_size", "tgt_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id")
 
 
 @dataclass
@@ -30,7 +37,9 @@ class TrainConfig:
     max_steps: int = 100_000  # optimizer steps
     max_epochs: int = 1000
     max_minutes: float | None = 60  # wall-clock budget of the whole run, resumes and final evaluation included
-    reserve_minutes: float = 1.5  # of max_minutes, kept for the final validation, averaging and test decoding
+    # of max_minutes, kept for the final validation, averaging and test decoding
+    reserve_minutes: float = field(default=1.5, metadata=read_when(
+        lambda t: t.max_minutes is not None, "read only with a time budget (train.max_minutes)"))
     # optimisation
     lr: float = 3e-3  # peak learning rate, reached at the end of warmup
     warmup_steps: int = 500
@@ -38,7 +47,8 @@ class TrainConfig:
     # budget at the first validation after warmup), "inverse_sqrt" as lr * sqrt(warmup/step),
     # or "constant"
     schedule: str = "linear"
-    lr_floor: float = 0.0  # linear: the last step's lr, as a fraction of the peak
+    lr_floor: float = field(default=0.0, metadata=read_when(  # linear: the last step's lr, as a fraction of the peak
+        lambda t: t.schedule == "linear", "read by train.schedule=linear only"))
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-9
     weight_decay: float = 0.0
@@ -56,12 +66,14 @@ class TrainConfig:
     average_last: int = 5  # >1: also evaluate the average of the last K checkpoints
     eval_beam_size: int = 1  # validation BLEU decoding (greedy is fast enough to run often)
     test_beam_size: int = 5  # final test decoding
-    length_penalty: float = 1.0
+    length_penalty: float = field(default=1.0, metadata=read_when(
+        lambda t: max(t.eval_beam_size, t.test_beam_size) > 1,
+        "read by beam search only: greedy search (beam size 1) ranks nothing; give a beam size above 1"))
     n_samples: int = 3  # sample translations logged as text at each validation
     # attention maps in TensorBoard: the first N validation sentences plus any given here,
     # fixed for the whole run so the step slider shows the same maps evolving
-    attention_probes: int = 3
-    attention_sentences: list[str] = field(default_factory=list)
+    attention_probes: int = field(default=3, metadata=ATTENTION_LOGGED)
+    attention_sentences: list[str] = field(default_factory=list, metadata=ATTENTION_LOGGED)
     attention_every: int | None = None  # steps; None: at every validation; 0: never
     # at the end: validation loss and greedy BLEU with each head masked, and pruning curves
     # (analysis/head_importance.py), into results.json, the log and TensorBoard; BLEU on the
@@ -69,7 +81,8 @@ class TrainConfig:
     # takes ~5 minutes of the hour (raise reserve_minutes to match when turning it on), so
     # run `python heads.py -c RUN` after training instead.
     head_importance: bool = False
-    head_importance_sentences: int | None = 500
+    head_importance_sentences: int | None = field(default=500, metadata=read_when(
+        lambda t: t.head_importance, "read only with train.head_importance=true"))
     # where a new run folder starts from (a folder's own checkpoints always come first):
     resume: str | None = None  # continue that run (checkpoint file or run folder) here, exactly
     init_from: str | None = None  # a new run from those weights (checkpoint file or run folder)
@@ -96,8 +109,15 @@ def compose_config(*overrides: str, return_hydra_config: bool = False) -> DictCo
         return compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
 
 
-def to_run_config(cfg: DictConfig) -> RunConfig:
-    """Hydra's config as dataclasses; value errors become one-line UserErrors."""
+def to_run_config(cfg: DictConfig, overrides: Sequence[str] | None = ()) -> RunConfig:
+    """Hydra's config as dataclasses; value errors become one-line UserErrors, and so does a setting
+    given in `overrides` (the command line's, as train.py passes them; None: any setting that
+    differs from its default) that this run would not read."""
+    model_defaults = {f.name: default_of(f) for f in dataclasses.fields(TransformerConfig)}
+    for name in FROM_TOKENIZER:  # before the model's own checks, which would find them inconsistent
+        if "model" in cfg and cfg.model.get(name, model_defaults[name]) != model_defaults[name]:
+            raise UserError(f"model.{name} is not read: a run takes it from its tokenizer "
+                            "(the vocabulary's size is data.tokenizer.vocab_size)")
     try:
         run = OmegaConf.to_object(cfg)
     except (OmegaConfBaseException, ValueError) as e:
@@ -134,6 +154,8 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         (t.keep_last >= 1, "train.keep_last must be at least 1"),
         (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
         (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
+        (d.val_size > 0, f"data.val_size must be positive, not {d.val_size}"),
+        (d.quoting in ("none", "csv"), f"data.quoting must be none or csv, not {d.quoting!r}"),
         (d.subword_sampling >= 0 and d.subword_n_best >= 2,
          "data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2"),
         (d.subword_sampling == 0 or d.tokenizer.model_type == "unigram",
@@ -144,4 +166,13 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     for ok, message in checks:
         if not ok:
             raise UserError(message)
+    check_all_read(run, None if overrides is None else override_keys(overrides))
     return run
+
+
+def check_all_read(run: RunConfig, given: set[str] | None) -> None:
+    """Refuse a setting this run would not read (utils/settings.py), in one line: given with another
+    choice it would silently do nothing."""
+    unread = unread_settings(run.data, "data", given) + unread_settings(run.train, "train", given)
+    if unread:
+        raise UserError(unread[0] + (f" (and {len(unread) - 1} more setting(s) not read)" if len(unread) > 1 else ""))

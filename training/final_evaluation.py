@@ -10,6 +10,7 @@ from inference.scoring import moses_bleu, score_translations
 from training.config import RunConfig
 from training.trainer import Trainer
 from utils.checkpoint_files import BEST, step_checkpoints
+from utils.files import atomic_file
 
 log = logging.getLogger("train")
 
@@ -87,5 +88,6 @@ def finish(trainer: Trainer) -> dict:
     scores = {"hparam/val_bleu": progress.best_bleu, "hparam/test_bleu": first_test.get("bleu", -1.0)}
     trainer.writer.add_hparams(flat_hparams(trainer.run), scores, run_name=".")
     trainer.writer.close()
-    (trainer.run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    with atomic_file(trainer.run_dir / "results.json", encoding="utf-8") as file:  # whole, or the old one
+        file.write(json.dumps(results, indent=2) + "\n")
     return results

@@ -17,7 +17,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from data import Tokenizer, prepare_data
 from model import TransformerConfig
-from training.config import RunConfig, to_run_config
+from training.config import FROM_TOKENIZER, RunConfig, to_run_config
 from training.distributed import Distributed
 from training.final_evaluation import finish
 from training.resume import start
@@ -34,9 +34,7 @@ def model_config_for(model: TransformerConfig, tokenizer: Tokenizer) -> Transfor
     Separate source and target vocabularies never share an embedding, even of equal size: the
     same id means unrelated pieces on the two sides."""
     try:
-        return dataclasses.replace(model, src_vocab_size=tokenizer.src_vocab_size,
-                                   tgt_vocab_size=tokenizer.tgt_vocab_size, pad_id=tokenizer.pad_id,
-                                   unk_id=tokenizer.unk_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
+        return dataclasses.replace(model, **{name: getattr(tokenizer, name) for name in FROM_TOKENIZER},
                                    # one embedding for both sides only where they share one vocabulary
                                    share_embeddings=model.share_embeddings and tokenizer.joint)
     except ValueError as e:

@@ -36,10 +36,16 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def os_error_line(error: OSError) -> str:
+    """An OSError as the one line a user reads: what the system said, and of which file."""
+    return f"error: {error.strerror or error}" + (f": {error.filename}" if error.filename else "")
+
+
 def run_command(run: Callable[[], None], continue_with: Callable[[], str] | None = None) -> int:
     """Run a command's body; its exit status. 0: done, or the reader of its output left (`| head`);
-    1: a UserError, said in one line; 130 on Ctrl-C, or a Stopped's code: what was written stays,
-    and `continue_with()`, if given, is the command that goes on from there."""
+    1: a UserError, or an OSError no earlier step turned into one (a full disk, a file it may not
+    write), said in one line; 130 on Ctrl-C, or a Stopped's code: what was written stays, and
+    `continue_with()`, if given, is the command that goes on from there."""
     logging.basicConfig(level=logging.ERROR, format="%(message)s")  # a no-op where Hydra set up logging
     try:
         run()
@@ -49,6 +55,9 @@ def run_command(run: Callable[[], None], continue_with: Callable[[], str] | None
     except BrokenPipeError:
         sys.stderr.close()
         return 0
+    except OSError as e:
+        print(os_error_line(e), file=sys.stderr)
+        return 1
     except (Stopped, KeyboardInterrupt) as e:  # KeyboardInterrupt: a Ctrl-C nothing caught before
         said = f"stopped by {e}" if isinstance(e, Stopped) else "interrupted"
         print(f"\n{said}; continue with: {continue_with()}" if continue_with else "", file=sys.stderr)

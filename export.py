@@ -16,7 +16,7 @@ from pathlib import Path
 
 from inference.checkpoint import load_for_inference, resolve_checkpoint_path
 from inference.ct2_export import QUANTIZATIONS, export_ctranslate2
-from utils.checkpoint_files import CHECKPOINTS
+from utils.checkpoint_files import BEST, CHECKPOINTS
 from utils.cli import OneLineErrorParser, run_command
 
 
@@ -35,9 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, command: str) -> None:
     path = resolve_checkpoint_path(args.checkpoint)
     model, tokenizer, meta = load_for_inference(path)
-    run_dir = path.parent.parent if path.parent.name == CHECKPOINTS else path.parent
-    results_file = run_dir / "results.json"  # the run's test scores, for the model card
-    results = json.loads(results_file.read_text(encoding="utf-8")) if results_file.is_file() else None
+    results = None  # the run's test scores, for the model card: they are its best.pt's, as the run left it
+    results_file = path.parent.parent / "results.json"
+    if (path.name == BEST and path.parent.name == CHECKPOINTS and results_file.is_file()
+            and results_file.stat().st_mtime >= path.stat().st_mtime):
+        results = json.loads(results_file.read_text(encoding="utf-8"))
     out = export_ctranslate2(model, tokenizer, meta, args.out, args.quantize, args.force, results, command)
     print(f"wrote {out} (CTranslate2, {args.quantize} weights, from {path}); translate with:\n"
           f"  python translate.py -c {shlex.quote(str(out))} \"A sentence.\"")

@@ -62,9 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     search = parser.add_argument_group("search")
     search.add_argument("-b", "--beam-size", type=positive_int, default=5, help="beam size (default 5)")
     search.add_argument("--greedy", action="store_true", help="greedy search (the same as --beam-size 1)")
-    search.add_argument("--length-penalty", type=non_negative_float, default=1.0,
+    search.add_argument("--length-penalty", type=non_negative_float,
                         help="alpha in log_prob / length**alpha: 0 favours short outputs, 1 (default) "
-                             "ranks by log-probability per token")
+                             "ranks by log-probability per token; beam search only")
     search.add_argument("--max-len-ratio", type=non_negative_float, default=1.5,
                         help="outputs end after ratio * source pieces + --max-len-extra (default 1.5)")
     search.add_argument("--max-len-extra", type=non_negative_int, default=10, help="see --max-len-ratio (default 10)")
@@ -101,13 +101,20 @@ def run(args: argparse.Namespace) -> None:
             and os.path.samefile(args.input, args.output):
         raise UserError(f"-i {args.input} and -o {args.output} are the same file: the translations would "
                         "replace the sentences; write them to another file")
+    if args.attention is not None:  # made before translating: a bad folder fails at once, not after the work
+        try:
+            args.attention.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"--attention {args.attention}: cannot make the folder for the figures "
+                            f"({e.strerror or e}{'; it is a file' if args.attention.is_file() else ''})") from None
     beam_size = 1 if args.greedy else args.beam_size
     if args.n_best > beam_size:
         raise UserError(f"--n-best {args.n_best} is larger than the beam size {beam_size}")
+    given = {"length_penalty": args.length_penalty} if args.length_penalty is not None else {}
     translator = load_translator(args.checkpoint, args.engine, pick_device(args.device, "--device"),
                                  compute_type=args.compute_type, threads=args.threads or 0, beam_size=beam_size,
-                                 length_penalty=args.length_penalty, max_len_ratio=args.max_len_ratio,
-                                 max_len_extra=args.max_len_extra, batch_size=args.batch_size)
+                                 max_len_ratio=args.max_len_ratio, max_len_extra=args.max_len_extra,
+                                 batch_size=args.batch_size, **given)
     if not isinstance(translator, Translator):
         if args.attention or args.show_attention or args.mask_heads:
             raise UserError("--attention, --show-attention and --mask-heads need the minitrans engine and a "

@@ -37,10 +37,14 @@ def load_translator(path: str | Path, engine: str = "auto", device: str | torch.
     weights as saved. `threads` 0: the engine's choice."""
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r}: choose {', '.join(ENGINES)}")
+    if search.get("beam_size") == 1 and "length_penalty" in search:
+        raise UserError("the length penalty is read by beam search only: greedy search (beam size 1) ranks nothing; "
+                        "give a beam size above 1")
     exported = is_export(path)
     if engine == "ctranslate2" or (engine == "auto" and exported):
-        device = torch.device(device).type  # CTranslate2 names devices "cpu" and "cuda"
-        return CTranslate2Translator(path, device=device, compute_type=compute_type, threads=threads, **search)
+        device = torch.device(device)  # CTranslate2 names the kind ("cpu", "cuda") and the index apart
+        return CTranslate2Translator(path, device=device.type, device_index=device.index or 0,
+                                     compute_type=compute_type, threads=threads, **search)
     if exported:
         raise UserError(f"{path} is a CTranslate2 export: translate it with the ctranslate2 engine")
     if compute_type not in ("default", "float32", "int8", "bfloat16"):

@@ -54,6 +54,9 @@ def resolve_checkpoint_path(path: str | Path, prefer: str | None = BEST) -> Path
             return folder / prefer
         latest = latest_step_checkpoint(folder)
         if latest is None:
+            if (folder / BEST).is_file():  # prefer None: a training checkpoint was asked for
+                raise UserError(f"{path} has no training checkpoint (step_N.pt) to resume from, only the weights of "
+                                f"{BEST}: train.init_from starts a new run from them")
             raise UserError(f"no checkpoint found in {path}")
         return latest
     return path

@@ -14,10 +14,7 @@ SentencePiece model(s) (`spm_joint.model`, or `spm_src.model` and `spm_tgt.model
 pieces) and a README.md model card.
 """
 import json
-import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +23,7 @@ import yaml
 from data import Tokenizer
 from model import Transformer
 from utils.errors import UserError
+from utils.files import atomic_folder
 
 QUANTIZATIONS = ("float32", "int16", "int8")
 MANIFEST = "minitrans.json"
@@ -119,12 +117,18 @@ def _commit() -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
-def _data_description(meta: dict) -> str:
-    """What the model was trained on, from the training config a checkpoint carries."""
+def _data_description(meta: dict) -> tuple[str, str]:
+    """(the dataset a model was trained and tested on, its language pair), from the training config
+    a checkpoint carries."""
     data = (yaml.safe_load(meta.get("config") or "") or {}).get("data", {})
     source = data.get("source", "multi30k")
-    where = data.get("train") or data.get("name") or ("Multi30k task 1" if source == "multi30k" else "?")
-    return f"{source} ({where}), {data.get('src_lang', '?')}→{data.get('tgt_lang', '?')}"
+    if source == "multi30k":
+        dataset = "Multi30k task 1"
+    elif source == "hf":  # data.train is a split's name there: the dataset is data.name
+        dataset = f"Hugging Face dataset {data.get('name')}" + (f" ({data['subset']})" if data.get("subset") else "")
+    else:
+        dataset = f"{source} corpus {data.get('train')}"
+    return dataset, f"{data.get('src_lang', '?')}→{data.get('tgt_lang', '?')}"
 
 
 def _score(value) -> str:
@@ -132,15 +136,16 @@ def _score(value) -> str:
 
 
 def _model_card(manifest: dict) -> str:
-    scores = "\n".join(f"| {split} | {_score(s.get('bleu'))} | {_score(s.get('bleu_moses_lowercase'))} |"
-                       for split, s in manifest["test"].items()) or "| (no test scores in the run folder) | | |"
+    scores = "\n".join(f"| {manifest['dataset']}, split {split} | {_score(s.get('bleu'))} | "
+                       f"{_score(s.get('bleu_moses_lowercase'))} |" for split, s in manifest["test"].items()) \
+        or "| (no test scores for this checkpoint: a run scores its best.pt) | | |"
     return f"""# minitrans {manifest['src_lang']}→{manifest['tgt_lang']} (CTranslate2)
 
 A minitrans Transformer ({manifest['parameters']:,} parameters; {manifest['shape']}) exported to
-CTranslate2, weights in {manifest['quantization']}. Trained on: {manifest['data']}. Best validation
-BLEU {_score(manifest['val_bleu'])}, step {manifest['step']}.
+CTranslate2, weights in {manifest['quantization']}. Trained on: {manifest['dataset']}, {manifest['pair']}.
+Exported checkpoint: step {manifest['step']}, validation BLEU {_score(manifest['val_bleu'])}.
 
-| test split | sacreBLEU (cased) | BLEU, lowercased Moses tokens |
+| test set | sacreBLEU (cased) | BLEU, lowercased Moses tokens |
 |---|---|---|
 {scores}
 
@@ -156,7 +161,8 @@ disable_unk=True)`, decode the output pieces with `{manifest['spm'][-1]}`.
 
 def export_ctranslate2(model: Transformer, tokenizer: Tokenizer, meta: dict, out_dir: Path, quantization: str,
                        force: bool = False, results: dict | None = None, command: str = "") -> Path:
-    """Write the model as a CTranslate2 directory at `out_dir`, whole or not at all.
+    """Write the model as a CTranslate2 directory at `out_dir`, whole or not at all; `results`
+    (a run's results.json) only if they are this checkpoint's scores.
 
     An existing `out_dir` is replaced only with `force` and only if it is an earlier export
     (it holds minitrans.json): a folder of anything else is never deleted."""
@@ -168,41 +174,35 @@ def export_ctranslate2(model: Transformer, tokenizer: Tokenizer, meta: dict, out
         raise UserError(f"unknown quantization {quantization!r}: choose {', '.join(QUANTIZATIONS)}")
     out_dir = Path(out_dir)
     if out_dir.exists():
-        if not force:
-            raise UserError(f"{out_dir} already exists; give --force to replace an earlier export")
         if not (out_dir / MANIFEST).is_file():
             raise UserError(f"{out_dir} exists and is not a minitrans export; not replacing it")
+        if not force:
+            raise UserError(f"{out_dir} is an earlier export; give --force to replace it")
 
     class MinitransConverter(Converter):  # CTranslate2's own validate, quantize, save
         def _load(self):
             return transformer_spec(model, tokenizer)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    dataset, pair = _data_description(meta)
     try:
-        MinitransConverter().convert(str(staging), quantization=quantization, force=True)
-        tokenizer.save(staging)
-        cfg = model.cfg
-        manifest = {
-            "format": "minitrans-ctranslate2", "version": 1, "src_lang": meta.get("src_lang", "?"),
-            "tgt_lang": meta.get("tgt_lang", "?"), "max_len": cfg.max_len, "special_pieces": special_pieces(tokenizer),
-            "spm": ["spm_joint.model"] if tokenizer.joint else ["spm_src.model", "spm_tgt.model"],
-            "quantization": quantization, "parameters": model.num_parameters(),
-            "shape": f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, d_model {cfg.d_model}, "
-                     f"d_ff {cfg.d_ff}, {cfg.n_heads} heads",
-            "data": _data_description(meta), "step": meta.get("step", "?"),
-            "val_bleu": meta.get("val_bleu", "?"), "test": (results or {}).get("test", {}), "commit": _commit(),
-            "command": command, "folder_name": out_dir.name,
-        }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        (staging / "README.md").write_text(_model_card(manifest), encoding="utf-8")
-        if out_dir.exists():  # an earlier export (checked above): swapped out only now that the new one is whole
-            old = out_dir.with_name(f".{out_dir.name}.{os.getpid()}.old")
-            out_dir.rename(old)
-            staging.rename(out_dir)
-            shutil.rmtree(old)
-        else:
-            staging.rename(out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with atomic_folder(out_dir) as staging:  # an earlier export is swapped out only once the new one is whole
+            MinitransConverter().convert(str(staging), quantization=quantization, force=True)
+            tokenizer.save(staging)
+            cfg = model.cfg
+            manifest = {
+                "format": "minitrans-ctranslate2", "version": 1, "src_lang": meta.get("src_lang", "?"),
+                "tgt_lang": meta.get("tgt_lang", "?"), "max_len": cfg.max_len,
+                "special_pieces": special_pieces(tokenizer),
+                "spm": ["spm_joint.model"] if tokenizer.joint else ["spm_src.model", "spm_tgt.model"],
+                "quantization": quantization, "parameters": model.num_parameters(),
+                "shape": f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, d_model {cfg.d_model}, "
+                         f"d_ff {cfg.d_ff}, {cfg.n_heads} heads",
+                "dataset": dataset, "pair": pair, "step": meta.get("step", "?"),
+                "val_bleu": meta.get("val_bleu", "?"), "test": (results or {}).get("test", {}), "commit": _commit(),
+                "command": command, "folder_name": out_dir.name,
+            }
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            (staging / "README.md").write_text(_model_card(manifest), encoding="utf-8")
+    except OSError as e:  # a parent that is a file, no permission, a full disk
+        raise UserError(f"cannot write {out_dir}: {e.strerror or e}") from None
     return out_dir

@@ -16,7 +16,7 @@ import torch
 
 from data import Tokenizer
 from inference.ct2_export import MANIFEST
-from inference.translator import one_line
+from inference.translator import check_length_limits, one_line
 from model.search import length_limits
 from utils.errors import UserError
 
@@ -27,11 +27,12 @@ def is_export(path: str | Path) -> bool:
 
 class CTranslate2Translator:
     """Translates batches of sentences with CTranslate2 (see Translator for the arguments);
-    `compute_type` is CTranslate2's (default: the weights' own type; int8 quantizes on load)."""
+    `device` is "cpu" or "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's
+    (default: the weights' own type; int8 quantizes on load)."""
 
     def __init__(self, folder: str | Path, beam_size: int = 5, length_penalty: float = 1.0,
                  max_len_ratio: float = 1.5, max_len_extra: int = 10, batch_size: int = 64, device: str = "cpu",
-                 compute_type: str = "default", threads: int = 0) -> None:
+                 device_index: int = 0, compute_type: str = "default", threads: int = 0) -> None:
         try:
             import ctranslate2
         except ImportError:
@@ -40,15 +41,20 @@ class CTranslate2Translator:
         if not is_export(folder):
             raise UserError(f"{folder} is not a minitrans CTranslate2 export (no {MANIFEST} and model.bin); "
                             "make one with: python export.py -c RUN DIR")
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        models = [(folder / name).read_bytes() for name in manifest["spm"]]
-        self.tokenizer = Tokenizer(models[0], models[-1])
-        self.manifest, self.max_len, self.pieces = manifest, manifest["max_len"], manifest["special_pieces"]
         try:
-            self.engine = ctranslate2.Translator(str(folder), device=device, compute_type=compute_type,
-                                                 intra_threads=threads)
-        except (RuntimeError, ValueError) as e:
-            raise UserError(f"CTranslate2 cannot load {folder}: {str(e).splitlines()[0]}") from None
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+            models = [(folder / name).read_bytes() for name in manifest["spm"]]
+            self.tokenizer = Tokenizer(models[0], models[-1])
+            self.manifest, self.max_len, self.pieces = manifest, manifest["max_len"], manifest["special_pieces"]
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # RuntimeError: SentencePiece's
+            raise UserError(f"{folder} is not a readable export ({type(e).__name__}: {one_line(str(e))[:200]}); "
+                            "export it again with: python export.py -c RUN DIR --force") from None
+        check_length_limits(max_len_ratio, max_len_extra, self.max_len)
+        try:
+            self.engine = ctranslate2.Translator(str(folder), device=device, device_index=device_index,
+                                                 compute_type=compute_type, intra_threads=threads)
+        except Exception as e:  # noqa: BLE001 - a corrupt model.bin fails with RuntimeError, ValueError, IndexError...
+            raise UserError(f"CTranslate2 cannot load {folder}: {one_line(str(e)) or type(e).__name__}") from None
         self.beam_size, self.length_penalty = beam_size, length_penalty
         self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra
         self.batch_size = batch_size

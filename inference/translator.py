@@ -9,8 +9,20 @@ from data.batching import pad
 from inference.attention import SentenceAttention, collect_attention
 from model import Transformer
 from model.search import Hypothesis, beam_search, greedy_search, output_limits
+from utils.errors import UserError
 
 log = logging.getLogger(__name__)
+
+
+def check_length_limits(max_len_ratio: float, max_len_extra: int, max_len: int) -> None:
+    """The output length limit (ratio * source pieces + extra, model/search.py) must be a number
+    of positions the model has: a UserError in one line otherwise."""
+    if not 0 <= max_len_ratio <= max_len:  # also refuses inf and nan
+        raise UserError(f"the maximum length ratio must be a number from 0 to {max_len} (the model's positions), "
+                        f"not {max_len_ratio}")
+    if not 0 <= max_len_extra <= max_len:
+        raise UserError(f"the maximum extra length must be from 0 to {max_len} pieces (the model's positions), "
+                        f"not {max_len_extra}")
 
 
 def one_line(text: str) -> str:
@@ -35,6 +47,7 @@ class Translator:
     def __init__(self, model: Transformer, tokenizer: Tokenizer, beam_size: int = 5,
                  length_penalty: float = 1.0, max_len_ratio: float = 1.5, max_len_extra: int = 10,
                  batch_size: int = 64, use_cache: bool = True, bf16: bool = False) -> None:
+        check_length_limits(max_len_ratio, max_len_extra, model.cfg.max_len)
         self.model, self.tokenizer = model, tokenizer
         self.beam_size, self.length_penalty = beam_size, length_penalty
         self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra

@@ -1,6 +1,8 @@
 """export.py and the ctranslate2 engine: the exported model computes what ours does, translates
 as ours does, through translate.py and the Python API; bad inputs are one line."""
 import json
+import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -67,8 +69,17 @@ def test_greedy_and_beam_translations_match_ours(exported, trained, multi30k):
     beam_ours = Translator(model, tokenizer, beam_size=5).translate_nbest(sources[:30], 2)
     beam_theirs = CTranslate2Translator(exported / "float32", beam_size=5).translate_nbest(sources[:30], 2)
     assert sum(a[0][0] == b[0][0] for a, b in zip(beam_ours, beam_theirs)) >= 28
-    int8 = CTranslate2Translator(exported / "int8", beam_size=1).translate(sources)
-    assert sum(a == b for a, b in zip(ours, int8)) >= 70  # int8 weights: close, not equal
+    # int8 weights: close, not equal. Compared as the log-probabilities each engine gives the same
+    # translations (ours), not as outputs: this tiny model's greedy outputs hang on near ties,
+    # which int8's rounding tips one way or the other (on AVX2 without VNNI, CTranslate2's int8
+    # products are coarser still: 0.06 nats a piece measured on an AMD EPYC Zen 3).
+    ids = [tokenizer.encode_src([s])[0] for s in sources]
+    outputs = Translator(model, tokenizer, beam_size=1).translate_ids(ids)
+    pieces = ([tokenizer.src_pieces(s) for s in ids], [tokenizer.tgt_pieces(t) for t in outputs])
+    float32, int8 = (torch.tensor([sum(r.log_probs) / len(r.log_probs) for r in
+                                   ctranslate2.Translator(str(exported / name)).score_batch(*pieces)])
+                     for name in ("float32", "int8"))  # (100,) mean log-probability of a piece
+    assert 0 < (float32 - int8).abs().mean() < 0.15 and (float32 - int8).abs().max() < 0.6
     assert (exported / "int8" / "model.bin").stat().st_size < 0.5 * (exported / "float32" / "model.bin").stat().st_size
 
 
@@ -78,7 +89,30 @@ def test_the_export_has_a_model_card_and_the_tokenizer(exported):
     assert (exported / "float32" / "spm_joint.model").is_file()
     card = (exported / "float32" / "README.md").read_text()
     assert "de→en" in card and manifest["commit"] in card and "export.py -c" in card
-    assert f"{manifest['test']['test_2016_flickr']['bleu']:.2f}" in card
+    assert f"| Multi30k task 1, split test_2016_flickr | {manifest['test']['test_2016_flickr']['bleu']:.2f} |" in card
+
+
+def test_a_step_checkpoints_card_claims_no_scores_of_the_run(ci_run, tmp_path):
+    """results.json scores the run's best.pt: an export of another checkpoint once carried them."""
+    from utils.checkpoint_files import step_checkpoints
+
+    step = step_checkpoints(ci_run / "checkpoints")[0]
+    run_script("export.py", "-c", step, tmp_path / "step")
+    assert json.loads((tmp_path / "step" / "minitrans.json").read_text())["test"] == {}
+    card = (tmp_path / "step" / "README.md").read_text()
+    assert "no test scores for this checkpoint" in card and "test_2016_flickr" not in card
+
+
+@pytest.mark.parametrize("data, says", [
+    ({"source": "hf", "name": "wmt16", "subset": "de-en", "train": "train"}, "Hugging Face dataset wmt16 (de-en)"),
+    ({"source": "files", "train": "/corpus/train"}, "files corpus /corpus/train"),
+    ({}, "Multi30k task 1"),  # a checkpoint from before sources had a name
+])
+def test_the_card_names_the_dataset_not_a_split(data, says):
+    from inference.ct2_export import _data_description
+
+    meta = {"config": json.dumps({"data": {"src_lang": "de", "tgt_lang": "en", **data}})}  # YAML reads JSON
+    assert _data_description(meta) == (says, "de→en")
 
 
 def test_translate_py_through_the_export_keeps_its_contract(exported, tmp_path):
@@ -114,29 +148,27 @@ def test_the_python_api(ci_run, exported, trained):
         load_translator(ci_run, engine="ctranslate2")
 
 
-def one_line_error(script: str, *args) -> str:
-    result = run_script(script, *args, check=False)
-    assert result.returncode != 0 and "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    return result.stderr
+def test_an_earlier_export_is_replaced_only_by_a_whole_new_one(ci_run, exported, tmp_path, monkeypatch):
+    """--force replaces an earlier export; if the new one cannot be moved in, the earlier one is put
+    back as it was (bad inputs of export.py: test_bad_input.py)."""
+    import inference.ct2_export
+    import utils.files
 
+    before = {p.name: p.read_bytes() for p in (exported / "float32").iterdir()}
+    model, tokenizer = load_translator(ci_run).model, load_translator(ci_run).tokenizer
+    rename = os.rename
 
-def test_bad_inputs_are_one_line_and_lose_nothing(ci_run, exported, tmp_path):
-    mine = tmp_path / "my_folder"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("keep me")
-    assert "already exists" in one_line_error("export.py", "-c", ci_run, mine)
-    assert "is not a minitrans export" in one_line_error("export.py", "-c", ci_run, mine, "--force")
-    assert (mine / "notes.txt").read_text() == "keep me"
-    assert "invalid choice: 'int4'" in one_line_error("export.py", "-c", ci_run, tmp_path / "x", "--quantize", "int4")
-    (tmp_path / "other.pt").write_bytes(b"not a checkpoint")
-    assert "not a readable minitrans checkpoint" in one_line_error("export.py", "-c", tmp_path / "other.pt",
-                                                                   tmp_path / "y")
-    assert "is not a minitrans CTranslate2 export" in one_line_error("translate.py", "-c", mine,
-                                                                     "--engine", "ctranslate2", "x")
-    assert "need the minitrans engine" in one_line_error("translate.py", "-c", exported / "float32",
-                                                         "--show-attention", "x")
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    def failing_rename(source, target):  # the new export's move into place fails, after the old one's out
+        if Path(target) == exported / "float32" and str(source).endswith(".tmp"):
+            raise OSError(28, "No space left on device")
+        rename(source, target)
+
+    monkeypatch.setattr(utils.files.os, "rename", failing_rename)
+    with pytest.raises(UserError, match="cannot write .*float32: No space left on device"):
+        inference.ct2_export.export_ctranslate2(model, tokenizer, {}, exported / "float32", "float32", force=True)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in (exported / "float32").iterdir()} == before
+    assert sorted(p.name for p in exported.iterdir()) == ["float32", "int8"]  # nothing left beside it
     again = run_script("export.py", "-c", ci_run, exported / "float32", "--force").stdout  # an export is replaced
     assert "wrote" in again and (exported / "float32" / "model.bin").is_file()
     assert not [p for p in exported.iterdir() if p.name.startswith(".")]  # no staging folder left

@@ -1,13 +1,25 @@
 """Our decoder's other compute types: int8 weights (inference/quantize.py) and bf16 autocast
 translate nearly as in float32."""
 import pytest
+import torch
+import torch.nn.functional as F
 from torch import nn
+
+from data.batching import pad
 
 import inference.api
 from inference import load_translator
 from inference.quantize import quantize_int8
 from inference.translator import Translator
 from utils.errors import UserError
+
+
+def mean_log_prob(model, src: list[int], tgt: list[int]) -> torch.Tensor:
+    """The mean teacher-forced log-probability of tgt's pieces and </s>."""
+    cfg = model.cfg
+    with torch.no_grad():
+        logits = model(pad([src]), pad([[cfg.bos_id, *tgt]])).logits[0]  # (T + 1, V)
+    return F.log_softmax(logits.float(), -1).gather(1, torch.tensor([*tgt, cfg.eos_id])[:, None]).mean()
 
 
 def test_int8_translates_nearly_as_fp32_and_leaves_the_model_alone(ci_run, trained, multi30k):
@@ -18,9 +30,14 @@ def test_int8_translates_nearly_as_fp32_and_leaves_the_model_alone(ci_run, train
     assert type(int8.output_proj) is not nn.Linear
     assert type(int8.decoder.layers[0].cross_attn.in_proj) is nn.Linear  # read as slices: stays float
     sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
-    fp32 = Translator(model, tokenizer, beam_size=1).translate(sources)
+    # close, not equal: compared as the log-probabilities both give fp32's translations, not as
+    # outputs, which for this tiny model hang on near ties that int8's rounding tips either way
+    # (61 of 100 greedy outputs equal on an AMD EPYC Zen 3 at 0.006 nats a piece apart)
+    ids = tokenizer.encode_src(sources)
+    outputs = Translator(model, tokenizer, beam_size=1).translate_ids(ids)
+    fp32, quantized_lp = (torch.stack([mean_log_prob(m, s, t) for s, t in zip(ids, outputs)]) for m in (model, int8))
+    assert 0 < (fp32 - quantized_lp).abs().mean() < 0.02 and (fp32 - quantized_lp).abs().max() < 0.1
     quantized = Translator(int8, tokenizer, beam_size=1).translate(sources)
-    assert sum(a == b for a, b in zip(fp32, quantized)) >= 70
     # the same sentences in the same batches: the same translations (activations are quantized
     # with one scale per batch, so other batch-mates may change a translation slightly)
     assert load_translator(ci_run, compute_type="int8", beam_size=1).translate(sources) == quantized

@@ -1,10 +1,6 @@
 """translate.py as a user runs it: arguments, stdin, files, a terminal, attention, errors."""
 import subprocess
 
-import pytest
-import torch
-
-from inference.checkpoint import load_checkpoint
 from inference.translator import Translator
 
 from helpers import SENTENCES, run_script, start_script
@@ -92,79 +88,6 @@ def test_a_failed_run_leaves_the_output_file_that_was_there(ci_run, tmp_path):
 def test_output_to_a_special_file_is_written_as_it_goes(ci_run):
     result = translate("-c", ci_run, "--greedy", "-o", "/dev/stdout", SENTENCES[0])
     assert result.stdout.decode() == translate("-c", ci_run, "--greedy", SENTENCES[0]).stdout.decode()
-
-
-def corrupt_copies(ci_run, tmp_path):
-    good = ci_run / "checkpoints" / "best.pt"
-    truncated = tmp_path / "truncated.pt"
-    truncated.write_bytes(good.read_bytes()[:5000])
-    not_checkpoint = tmp_path / "notes.txt"
-    not_checkpoint.write_text("hello")
-    other_torch = tmp_path / "tensor.pt"
-    torch.save({"weights": torch.zeros(3)}, other_torch)
-    future = tmp_path / "future.pt"
-    checkpoint = load_checkpoint(good)
-    checkpoint["version"] = 99
-    torch.save(checkpoint, future)
-    mismatched = tmp_path / "mismatched.pt"  # e.g. written by a version with another weight layout
-    checkpoint = load_checkpoint(good)
-    del checkpoint["model"]["decoder.final_norm.bias"]
-    torch.save(checkpoint, mismatched)
-    return truncated, not_checkpoint, other_torch, future, mismatched
-
-
-@pytest.mark.parametrize("case, message", [
-    ("missing", "error: checkpoint {tmp}/nope.pt does not exist"),
-    ("truncated", "is not a readable minitrans checkpoint"),
-    ("not_checkpoint", "is not a readable minitrans checkpoint"),
-    ("other_torch", "tensor.pt is not a minitrans checkpoint"),
-    ("future", "future.pt has checkpoint format version 99; this minitrans reads versions 2-3"),
-    ("mismatched", "mismatched.pt: its weights do not fit the model (missing decoder.final_norm.bias)"),
-    ("non_utf8_stdin", "error: standard input is not valid UTF-8 (line 2, byte 8 of the line)"),
-    ("non_utf8_file", "bad.de is not valid UTF-8 (line 2, byte 8 of the line)"),
-    ("missing_input", "error: cannot read {tmp}/absent.de: No such file or directory"),
-    ("beam_zero", "error: argument -b/--beam-size: must be at least 1, not 0 (see --help)"),
-    ("nbest_over_beam", "error: --n-best 4 is larger than the beam size 2"),
-    ("bad_device", "error: --device 'gpu0' is not a device"),
-    ("no_checkpoint_arg", "error: the following arguments are required: -c/--checkpoint"),
-    ("args_and_file", "error: give sentences as arguments or with -i FILE, not both"),
-    ("output_in_missing_folder", "error: cannot write {tmp}/no/such/out.en: No such file or directory"),
-    ("output_is_a_folder", "error: cannot write {tmp}: Is a directory"),
-    ("mask_heads_format", "error: argument --mask-heads: 'cross:1' is not KIND:LAYER:HEAD, e.g. cross:2:1 (see --help)"),
-    ("mask_heads_range", "error: --mask-heads: cross has layers 1-2, not 9"),
-])
-def test_errors_are_one_line_without_traceback(ci_run, tmp_path, case, message):
-    truncated, not_checkpoint, other_torch, future, mismatched = corrupt_copies(ci_run, tmp_path)
-    (tmp_path / "bad.de").write_bytes(b"gut\nkaputt \xff\n")
-    stdin = None
-    args = {
-        "missing": ["-c", tmp_path / "nope.pt", "x"],
-        "truncated": ["-c", truncated, "x"],
-        "not_checkpoint": ["-c", not_checkpoint, "x"],
-        "other_torch": ["-c", other_torch, "x"],
-        "future": ["-c", future, "x"],
-        "mismatched": ["-c", mismatched, "x"],
-        "non_utf8_stdin": ["-c", ci_run],
-        "non_utf8_file": ["-c", ci_run, "-i", tmp_path / "bad.de"],
-        "missing_input": ["-c", ci_run, "-i", tmp_path / "absent.de"],
-        "beam_zero": ["-c", ci_run, "-b", "0", "x"],
-        "nbest_over_beam": ["-c", ci_run, "-b", "2", "-n", "4", "x"],
-        "bad_device": ["-c", ci_run, "--device", "gpu0", "x"],
-        "no_checkpoint_arg": ["x"],
-        "args_and_file": ["-c", ci_run, "-i", tmp_path / "bad.de", "x"],
-        "output_in_missing_folder": ["-c", ci_run, "-o", tmp_path / "no" / "such" / "out.en", "x"],
-        "output_is_a_folder": ["-c", ci_run, "-o", tmp_path, "x"],
-        "mask_heads_format": ["-c", ci_run, "--mask-heads", "cross:1", "x"],
-        "mask_heads_range": ["-c", ci_run, "--mask-heads", "cross:2:1,cross:9:1", "x"],
-    }[case]
-    if case == "non_utf8_stdin":
-        stdin = b"gut\nkaputt \xff\n"
-    result = translate(*args, stdin=stdin, check=False)
-    stderr = result.stderr.decode()
-    assert result.returncode != 0
-    assert "Traceback" not in stderr
-    assert message.format(tmp=tmp_path) in stderr
-    assert len(stderr.strip().splitlines()) == 1, stderr
 
 
 def test_overlong_sentence_is_truncated_with_a_warning(ci_run):

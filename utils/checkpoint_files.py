@@ -1,6 +1,7 @@
 """Where a run folder keeps its checkpoints: RUN/checkpoints/step_<N>.pt (full, to resume from)
 and RUN/checkpoints/best.pt (the best weights by validation BLEU: all translate.py needs).
 Names and paths only, no torch: TensorBoard's process lists them for the ATTENTION tab."""
+import re
 from pathlib import Path
 
 CHECKPOINTS = "checkpoints"
@@ -15,14 +16,18 @@ def step_checkpoint_path(folder: Path, step: int) -> Path:
     return folder / f"step_{step:07d}.pt"
 
 
+STEP_NAME = re.compile(r"step_([0-9]+)\.pt")
+
+
 def checkpoint_step(path: Path) -> int:
     """N of a `step_<N>.pt` file."""
-    return int(path.stem.split("_")[1])
+    return int(STEP_NAME.fullmatch(path.name)[1])
 
 
 def step_checkpoints(folder: Path) -> list[Path]:
-    """Full training checkpoints `step_<N>.pt` in step order."""
-    return sorted(folder.glob("step_*.pt"), key=checkpoint_step)
+    """Full training checkpoints `step_<N>.pt` in step order; other files (a user's `step_old.pt`)
+    are not training's and are left alone."""
+    return sorted((path for path in folder.glob("step_*.pt") if STEP_NAME.fullmatch(path.name)), key=checkpoint_step)
 
 
 def latest_step_checkpoint(folder: Path) -> Path | None:

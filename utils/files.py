@@ -1,6 +1,8 @@
-"""Files that appear whole or not at all."""
+"""Files and folders that appear whole or not at all."""
 import os
 import secrets
+import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
@@ -25,3 +27,32 @@ def atomic_file(path: str | Path, mode: str = "w", **open_args) -> Iterator[IO]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """A temporary folder beside `path` to fill; when the block ends without an exception it takes
+    `path`'s place.
+
+    An existing folder at `path` is swapped out only then, and put back if the new one cannot be
+    moved in: whatever happens, `path` is the old folder or the whole new one, never neither and
+    never a half-written one. Deciding whether an existing folder may be replaced is the caller's.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield staging
+        if not path.exists():
+            os.rename(staging, path)
+            return
+        old = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.old")
+        os.rename(path, old)
+        try:
+            os.rename(staging, path)
+        except BaseException:
+            os.rename(old, path)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

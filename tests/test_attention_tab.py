@@ -152,6 +152,72 @@ def test_a_typed_sentence_gets_what_translate_py_gives_for_it(plugin, ci_run):
     np.testing.assert_allclose(maps["layers"][1], expected.maps["cross"][1].numpy(), atol=1e-3)
 
 
+def test_a_rewritten_checkpoint_is_never_shown_as_the_one_that_translated(ci_run, tmp_path):
+    """Training rewrites best.pt under the same name: a typed sentence asked again gets the new
+    file's maps, a request naming the old version the old ones (kept) or a 409, never a mix."""
+    run = tmp_path / "run"
+    shutil.copytree(ci_run / "attention", run / "attention")
+    (run / "checkpoints").mkdir()
+    first, second = step_checkpoints(ci_run / "checkpoints")[:2]
+    shutil.copyfile(first, run / "checkpoints" / "best.pt")
+    plugin, sentence = AttentionPlugin(TBContext(logdir=str(tmp_path))), "Ein Hund läuft."
+    query = dict(run="run", checkpoint="best", text=sentence)
+    old_version = get(plugin, "/sentences", **query)[1]["version"]
+    old_maps = get(plugin, "/maps", **query, version=old_version, probe="0", kind="cross")[1]
+    shutil.copyfile(second, run / "checkpoints" / "best.pt")  # training found a better one
+    os.utime(run / "checkpoints" / "best.pt", ns=(1, 1))  # another time, whatever the clock's grain
+    new_version = get(plugin, "/sentences", **query)[1]["version"]
+    assert new_version != old_version
+    new_maps = get(plugin, "/maps", **query, version=new_version, probe="0", kind="cross")[1]
+    from inference import load_translator
+
+    for path, maps in ((second, new_maps), (first, old_maps)):
+        [expected] = load_translator(path).attention([sentence])
+        np.testing.assert_allclose(maps["layers"][0], expected.maps["cross"][0].numpy(), atol=1e-3)
+    assert get(plugin, "/maps", **query, version=old_version, probe="0", kind="cross")[1] == old_maps  # still kept
+    plugin.typed._results.clear()  # no longer kept: the old version cannot be made again
+    status, body = get(plugin, "/maps", **query, version=old_version, probe="0", kind="cross")
+    assert status == 409 and "translate it again" in body["error"]
+
+
+def test_typed_results_are_kept_up_to_a_number_of_bytes(plugin, monkeypatch):
+    """Kept results are bounded by their arrays' bytes, not by their number (a base model's reach
+    40 MB each), and the newest always stays."""
+    import viz.attention_tab.typed as typed
+
+    plugin.typed._results.clear()
+    plugin.typed._bytes = 0
+    sizes = []
+    for text in ("Ein Hund.", "Zwei Katzen schlafen.", "Ein Mann fährt Rad."):
+        get(plugin, "/sentences", run=".", checkpoint="best", text=text)
+        sizes.append(typed.stored_bytes(next(reversed(plugin.typed._results.values()))))
+    assert len(plugin.typed._results) == 3 and plugin.typed._bytes == sum(sizes)
+    monkeypatch.setattr(typed, "KEEP_BYTES", sizes[1] + sizes[2])
+    get(plugin, "/sentences", run=".", checkpoint="best", text="Eine Frau singt.")
+    assert [key[2] for key in plugin.typed._results] == ["Ein Mann fährt Rad.", "Eine Frau singt."]
+    assert plugin.typed._bytes <= typed.KEEP_BYTES
+    monkeypatch.setattr(typed, "KEEP_BYTES", 1)
+    get(plugin, "/sentences", run=".", checkpoint="best", text="Ein Kind lacht.")
+    assert [key[2] for key in plugin.typed._results] == ["Ein Kind lacht."]
+
+
+def test_a_file_of_the_users_among_the_checkpoints_is_left_alone(ci_run, tmp_path):
+    """A stray step_old.pt beside training's step_<N>.pt once broke the run list (500) and
+    translate.py -c RUN."""
+    from helpers import run_script
+
+    run = tmp_path / "run"
+    shutil.copytree(ci_run / "attention", run / "attention")
+    shutil.copytree(ci_run / "checkpoints", run / "checkpoints")
+    shutil.copyfile(run / "checkpoints" / "best.pt", run / "checkpoints" / "step_old.pt")
+    (run / "checkpoints" / "best.pt").unlink()  # so that -c RUN looks among the step checkpoints
+    status, body = get(AttentionPlugin(TBContext(logdir=str(tmp_path))), "/runs")
+    assert status == 200 and "old" not in body["runs"][0]["checkpoints"]
+    latest = step_checkpoints(run / "checkpoints")[-1]
+    assert latest.name == step_checkpoint_path(run / "checkpoints", 240).name
+    assert run_script("translate.py", "-c", run, "Ein Hund.").stdout.strip()
+
+
 def test_a_run_without_checkpoints_says_so(ci_run, tmp_path):
     shutil.copytree(ci_run / "attention", tmp_path / "fresh" / "attention")
     status, body = get(AttentionPlugin(TBContext(logdir=str(tmp_path))), "/sentences", run="fresh",
@@ -175,7 +241,9 @@ def test_a_run_without_checkpoints_says_so(ci_run, tmp_path):
     ("/inside", {**INSIDE_QUERY, "query": "99"}, 404, "query must be in 0.."),
     ("/inside", {**INSIDE_QUERY, "query": "1.5"}, 400, "query must be an integer"),
     ("/sentences", {"run": ".", "checkpoint": "best", "text": "  "}, 400, "type a sentence"),
-    ("/sentences", {"run": ".", "checkpoint": "best", "text": "Hund " * 100}, 400, "at most 300 are translated"),
+    ("/sentences", {"run": ".", "checkpoint": "best", "text": "Hund " * 101}, 400, "pieces; at most 100 are translated"),
+    ("/maps", {"run": ".", "checkpoint": "best", "text": "Ein Hund.", "version": "1-2", "probe": "0", "kind": "cross"},
+     409, "was rewritten since this sentence was translated"),
     ("/sentences", {"run": ".", "checkpoint": "7", "text": "Ein Hund."}, 400, "no checkpoint of step 7"),
     ("/sentences", {"run": ".", "checkpoint": "last", "text": "Ein Hund."}, 400, "checkpoint must be 'best' or a step"),
     ("/maps", {"run": ".", "checkpoint": "best", "text": "Ein Hund.", "probe": "1", "kind": "cross"}, 404,

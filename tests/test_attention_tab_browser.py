@@ -1,5 +1,7 @@
 """The ATTENTION tab itself in a real headless Chromium driven by Selenium, as a user opens it."""
 import os
+import re
+import shutil
 
 import pytest
 from helpers.browser import TensorBoard, browser_missing, headless_chromium, wait_for
@@ -155,8 +157,8 @@ def test_inside_a_head_and_a_typed_sentence_in_chromium(chrome, ci_run):
         sentence = "Ein Hund läuft durch den Schnee."
         box.clear()
         box.send_keys(sentence, Keys.ENTER)
-        wait_for(chrome, lambda d: inside_view(d)["drawn"] == f".|typed best: {sentence}|0|cross|0|0|inside|q2",
-                 "the typed sentence's inside view", timeout=120)
+        wait_for(chrome, lambda d: re.fullmatch(rf"\.\|typed best [0-9-]+: {sentence}\|0\|cross\|0\|0\|inside\|q2",
+                                                inside_view(d)["drawn"]), "the typed sentence's inside view", timeout=120)
         [expected] = load_translator(ci_run).attention([sentence], inside=True)
         view = inside_view(chrome)
         assert view["cols"] == view["keys"] == expected.src_pieces and view["weights"] == view["row"]
@@ -226,5 +228,44 @@ def test_the_tab_explains_a_logdir_without_attention(chrome, tmp_path):
                         and d.find_element(By.ID, "message").text, "the message")
         assert "train.attention_every" in text
         assert not chrome.find_elements(By.CSS_SELECTOR, "#heatmap")
+    finally:
+        board.close()
+
+
+def test_a_typed_sentence_follows_a_rewritten_checkpoint_and_a_run_without_one_says_so(chrome, ci_run, tmp_path):
+    """Training rewrites best.pt: the same sentence typed again is translated by the new file (the
+    page once showed the old answer it had kept). A run without any checkpoint says so beside the
+    box, not only in a tooltip."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    from utils.checkpoint_files import step_checkpoints
+
+    for run in ("training", "fresh"):
+        shutil.copytree(ci_run / "attention", tmp_path / run / "attention")
+    (tmp_path / "training" / "checkpoints").mkdir()
+    first, second = step_checkpoints(ci_run / "checkpoints")[:2]
+    best = tmp_path / "training" / "checkpoints" / "best.pt"
+    shutil.copyfile(first, best)
+    board = TensorBoard(tmp_path)
+    try:
+        chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")
+        wait_for(chrome, lambda d: drawing(d)[0].startswith("training|"), "the newest run's heatmap")
+        box, sentence = chrome.find_element(By.ID, "typed-text"), "Zwei Hunde spielen im Park."
+        box.send_keys(sentence, Keys.ENTER)
+        wait_for(chrome, lambda d: f": {sentence}|0|cross|" in drawing(d)[0], "the typed sentence", timeout=120)
+        before, old_fills = drawing(chrome)
+        shutil.copyfile(second, best)
+        os.utime(best, ns=(1, 1))
+        box.send_keys(Keys.ENTER)  # the same sentence again
+        wait_for(chrome, lambda d: f": {sentence}|0|cross|" in drawing(d)[0] and drawing(d)[0] != before,
+                 "the sentence translated by the rewritten checkpoint", timeout=120)
+        assert drawing(chrome)[1] != old_fills
+
+        Select(chrome.find_element(By.ID, "run")).select_by_value("fresh")
+        wait_for(chrome, lambda d: "this run has no checkpoint yet" in d.find_element(By.ID, "typed-message").text,
+                 "the message beside the box")
+        assert not chrome.find_element(By.ID, "translate").is_enabled()
     finally:
         board.close()

@@ -3,11 +3,14 @@ attention stored under the logdir, or computed for a sentence typed in the tab, 
 tab's own scripts (static/), served by TensorBoard's process.
 
 Routes, under /data/plugin/attention/; SOURCE is step=S (an evaluation stored by training) or
-checkpoint=C&text=T (C "best" or a step with a saved checkpoint: T translated by it, typed.py):
+checkpoint=C&text=T[&version=V] (C "best" or a step with a saved checkpoint: T translated by it,
+typed.py; V the identity of C's file an earlier answer named, so that a rewritten checkpoint is
+never mistaken for the one that translated T):
 
     runs                                 {"runs": [{"run", "steps", "checkpoints"}], "kinds"}
     sentences?run=R&SOURCE               {"sentences": [{source, translation, reference,
-                                          layers: {kind: n}, heads: {kind: n}, inside}]}
+                                          layers: {kind: n}, heads: {kind: n}, inside}],
+                                          "version" (typed: the checkpoint file's identity)}
     maps?run=R&SOURCE&probe=P&kind=K     {"rows", "cols", "layers": [(H, T_q, T_k) nested lists]}
     inside?run=R&SOURCE&probe=P&kind=K&layer=L&head=H&query=Q
                                          one query's attention step by step (inside_json)
@@ -25,7 +28,7 @@ from werkzeug import wrappers
 
 from utils.checkpoint_files import BEST, checkpoint_folder, checkpoint_step, step_checkpoint_path, step_checkpoints
 from viz.attention_store import StoredStep, find_runs, read_step, step_path, steps
-from viz.attention_tab.typed import TypedSentences
+from viz.attention_tab.typed import TypedError, TypedSentences
 from viz.kinds import KINDS, TITLES, visible_keys
 
 PLUGIN_NAME = "attention"
@@ -96,8 +99,9 @@ class AttentionPlugin(base_plugin.TBPlugin):
             raise BadRequest(f"no run {run[:200]!r} with attention data", 404)
         return run, folder
 
-    def _stored(self, request) -> StoredStep:
-        """What SOURCE names: a stored evaluation, or a typed sentence with a checkpoint."""
+    def _stored(self, request) -> tuple[StoredStep, str | None]:
+        """What SOURCE names: a stored evaluation, or a typed sentence with a checkpoint (then with
+        the identity of the checkpoint's file that translated it)."""
         run, folder = self._run_folder(request)
         if "text" in request.args:
             return self._typed(request, run, folder)
@@ -105,11 +109,11 @@ class AttentionPlugin(base_plugin.TBPlugin):
         if not self._inside_logdir(step_path(folder, step)):  # a file linked from outside is not served
             raise BadRequest(f"run {run!r}: the attention of step {step} lies outside the logdir", 403)
         try:
-            return read_step(folder, step)
+            return read_step(folder, step), None
         except FileNotFoundError:
             raise BadRequest(f"run {run!r} has no attention at step {step}", 404) from None
 
-    def _typed(self, request, run: str, folder: Path) -> StoredStep:
+    def _typed(self, request, run: str, folder: Path) -> tuple[StoredStep, str]:
         name = request.args.get("checkpoint", "")
         if name == "best":
             path = checkpoint_folder(folder) / BEST
@@ -124,9 +128,9 @@ class AttentionPlugin(base_plugin.TBPlugin):
         if not self._inside_logdir(path):
             raise BadRequest(f"run {run!r}: checkpoint {name!r} lies outside the logdir", 403)
         try:
-            return self.typed.stored(path, request.args.get("text", ""))
-        except ValueError as error:
-            raise BadRequest(str(error)) from None
+            return self.typed.stored(path, request.args.get("text", ""), request.args.get("version"))
+        except TypedError as error:
+            raise BadRequest(str(error), error.status) from None
 
     def _checkpoints(self, folder: Path) -> list[str]:
         """The checkpoints a typed sentence can be translated with: "best" and saved steps."""
@@ -140,11 +144,13 @@ class AttentionPlugin(base_plugin.TBPlugin):
                 "kinds": [[kind, TITLES[kind]] for kind in KINDS]}
 
     def sentences_json(self, request) -> dict:
-        stored = self._stored(request)
+        """The sentences; for a typed one also `version`, the identity of the checkpoint file that
+        translated it, for the page to name in its next requests (typed.py)."""
+        stored, version = self._stored(request)
         return {"sentences": [{"source": sentence["source"], "translation": sentence["translation"],
                                "reference": sentence["reference"], "layers": sentence["layers"],
                                "heads": sentence["heads"], "inside": sentence.get("inside", False)}
-                              for sentence in stored.sentences]}
+                              for sentence in stored.sentences], **({"version": version} if version else {})}
 
     def _probe_and_kind(self, request, stored: StoredStep) -> tuple[int, str]:
         probe, kind = _integer(request, "probe", len(stored.sentences)), request.args.get("kind", "")
@@ -153,7 +159,7 @@ class AttentionPlugin(base_plugin.TBPlugin):
         return probe, kind
 
     def maps_json(self, request) -> dict:
-        stored = self._stored(request)
+        stored, _ = self._stored(request)
         probe, kind = self._probe_and_kind(request, stored)
         rows, cols = stored.axis_labels(probe, kind)
         return {"rows": rows, "cols": cols, "layers": [_rounded(weights) for weights in stored.weights(probe, kind)]}
@@ -164,7 +170,7 @@ class AttentionPlugin(base_plugin.TBPlugin):
         softmax of the visible ones next to the weights the model stored (they agree to float16),
         the values v_j and the head's output Σ w_j v_j as the model computed it, every head's
         output for the query concatenated, and the layer's output after W_O."""
-        stored = self._stored(request)
+        stored, _ = self._stored(request)
         probe, kind = self._probe_and_kind(request, stored)
         if not stored.has_inside(probe):
             raise BadRequest("this evaluation was stored before training kept the queries, keys and values: "

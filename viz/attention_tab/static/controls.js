@@ -44,7 +44,10 @@ export function setCheckpoints(checkpoints) {
   setOptions(el.checkpoint, checkpoints.map((name) => [name, name === 'best' ? 'best checkpoint' : `checkpoint of step ${name}`]));
   el.checkpoint.disabled = !checkpoints.length;
   el.translate.disabled = !checkpoints.length;
-  el.translate.title = checkpoints.length ? '' : 'this run has no checkpoint yet: training saves one at each validation';
+  const none = 'this run has no checkpoint yet: training saves one at each validation';
+  el.translate.title = checkpoints.length ? '' : none;
+  if (!checkpoints.length) el['typed-message'].textContent = none; // said beside the box, not only on hover
+  else if (el['typed-message'].textContent === none) el['typed-message'].textContent = '';
 }
 
 /** @param on {run, probe, kind, layer, head, view, step, stretch, translate, backToProbes}: handlers */
@@ -66,7 +69,7 @@ export function buildControls(on) {
   el.stretch.addEventListener('change', () => on.stretch(el.stretch.checked));
 
   el.typed = node('form', {id: 'typed'}, document.body);
-  el['typed-text'] = node('input', {id: 'typed-text', type: 'text', maxlength: 300,
+  el['typed-text'] = node('input', {id: 'typed-text', type: 'text',
     placeholder: 'Type a source sentence to see its attention'}, el.typed);
   el.checkpoint = node('select', {id: 'checkpoint'}, el.typed);
   el.translate = node('button', {id: 'translate', type: 'submit'}, el.typed, 'Translate');

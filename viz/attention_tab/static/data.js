@@ -1,6 +1,8 @@
 // Loading from the plugin's routes (plugin.py), relative to the frame's base URL.
 
-const cache = new Map(); // url -> parsed JSON: a stored step, or a typed sentence's result, never changes
+// url -> parsed JSON: a stored step, or a typed sentence's result with its checkpoint's version
+// in the url, never changes
+const cache = new Map();
 
 /** The JSON of a route; an error answer throws its message. */
 export async function getJSON(url, cached = true) {

@@ -194,14 +194,16 @@ function selectRun(run) {
  * A sentence that cannot be translated leaves the view as it was and says why beside the box. */
 async function translate(text, checkpoint) {
   el['typed-message'].textContent = 'Translating…';
-  try {
-    await getJSON(`sentences?${query({run: state.run, checkpoint, text})}`);
+  let body;
+  try { // never from the cache: training may have rewritten the checkpoint since
+    body = await getJSON(`sentences?${query({run: state.run, checkpoint, text})}`, false);
   } catch (error) {
     el['typed-message'].textContent = error.message;
     return;
   }
   el['typed-message'].textContent = '';
-  Object.assign(state, {typed: {checkpoint, text}, probe: 0, maps: null});
+  // the file's identity goes into every later request: cached answers are this version's only
+  Object.assign(state, {typed: {checkpoint, text, version: body.version}, probe: 0, maps: null});
   await load();
 }
 

@@ -7,7 +7,7 @@ export const VIEWS = [['map', 'heatmap'], ['lines', 'lines, all heads'], ['grid'
 export const state = {
   runs: [], kinds: [], run: null, steps: [], stepIndex: 0, probe: 0, kind: 'cross', layer: 0,
   head: 'mean', view: 'map', stretch: false, hiddenHeads: new Set(), query: 0,
-  typed: null, // {checkpoint, text} while a typed sentence is shown, else null
+  typed: null, // {checkpoint, text, version} while a typed sentence is shown, else null
   sentences: null, maps: null, mapsFor: null, inside: null, insideFor: null, request: 0,
 };
 
@@ -15,10 +15,11 @@ export const currentStep = () => state.steps[state.stepIndex];
 
 /** The route parameters naming the source. */
 export const sourceParams = () => (state.typed
-  ? {run: state.run, checkpoint: state.typed.checkpoint, text: state.typed.text}
+  ? {run: state.run, checkpoint: state.typed.checkpoint, text: state.typed.text, version: state.typed.version}
   : {run: state.run, step: currentStep()});
 
-const sourceKey = () => (state.typed ? `typed ${state.typed.checkpoint}: ${state.typed.text}` : `${currentStep()}`);
+const sourceKey = () => (state.typed
+  ? `typed ${state.typed.checkpoint} ${state.typed.version}: ${state.typed.text}` : `${currentStep()}`);
 
 // what a set of maps belongs to: only maps of the selection on screen are ever drawn
 export const mapsKey = () => `${state.run}|${sourceKey()}|${state.probe}|${state.kind}`;

@@ -67,3 +67,16 @@ def trained(ci_run):
 
     model, tokenizer, _ = load_for_inference(ci_run)
     return model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def toy_run(tmp_path_factory):
+    """A short training run on the committed toy corpus (no Multi30k needed): a checkpoint to
+    translate, export and break."""
+    from helpers import TOY_CORPUS, run_train
+
+    run_dir = tmp_path_factory.mktemp("toy_run")
+    run_train(run_dir, "experiment=ci", f"data.dir={TOY_CORPUS}", "data.tokenizer.vocab_size=360", "train.max_steps=20",
+              "train.eval_every=10", "train.head_importance=false",
+              f"data.cache_dir={tmp_path_factory.mktemp('toy_run_cache')}")
+    return run_dir

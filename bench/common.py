@@ -44,12 +44,18 @@ def loaded_allocator() -> str:
     return next((name for name in ("tcmalloc", "mimalloc", "jemalloc") if f"lib{name}" in libraries), "default")
 
 
-def checkpoint_and_split(checkpoint: str, split: str) -> tuple:
-    """(model, tokenizer, meta, text) of a checkpoint and a Multi30k split in its languages; a
-    problem the user can fix ends the benchmark with one line."""
+def split_text(src_lang: str, tgt_lang: str, split: str, sentences: int | None = None):
+    """A Multi30k split in these languages, its first `sentences` pairs if given (quick runs)."""
+    text = load_multi30k(src_lang, tgt_lang, splits=[split])[split]
+    return text.select(range(min(sentences, len(text)))) if sentences else text
+
+
+def checkpoint_and_split(checkpoint: str, split: str, sentences: int | None = None) -> tuple:
+    """(model, tokenizer, meta, text) of a checkpoint and a Multi30k split in its languages (its
+    first `sentences` pairs if given); a problem the user can fix ends the benchmark with one line."""
     try:
         model, tokenizer, meta = load_for_inference(checkpoint)
-        text = load_multi30k(meta["src_lang"], meta["tgt_lang"], splits=[split])[split]
+        text = split_text(meta["src_lang"], meta["tgt_lang"], split, sentences)
     except UserError as e:
         sys.exit(f"error: {e}")
     return model, tokenizer, meta, text

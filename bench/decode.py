@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
+from bench.common import RESULTS, checkpoint_and_split, split_text, write_result  # noqa: E402
 from utils.device import cpu_description, native_bf16  # noqa: E402
 
 ENGINES = {  # name: (engine, export quantization or None, compute type)
@@ -35,14 +35,13 @@ ENGINES = {  # name: (engine, export quantization or None, compute type)
 
 
 def measure_engine(path: str, engine: str, compute_type: str, src_lang: str, tgt_lang: str, split: str,
-                   beam_size: int, threads: int) -> dict:
+                   sentences: int | None, beam_size: int, threads: int) -> dict:
     """In this process: one engine's greedy and beam rows (and ours without the cache)."""
-    from data import load_multi30k
     from inference import load_translator
     from inference.scoring import score_translations
 
     torch.set_num_threads(threads)
-    text = load_multi30k(src_lang, tgt_lang, splits=[split])[split]
+    text = split_text(src_lang, tgt_lang, split, sentences)
     sources, references = list(text["src"]), list(text["tgt"])
     rows = {}
     settings = [("greedy", 1, True), (f"beam {beam_size}", beam_size, True)]
@@ -69,6 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-c", "--checkpoint", required=True)
     parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument("--sentences", type=int, help="the split's first N sentences only (default: all)")
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "decode.json")
@@ -76,11 +76,11 @@ def main() -> None:
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        rows = measure_engine(*args.child, args.split, args.beam_size, args.threads)
+        rows = measure_engine(*args.child, args.split, args.sentences, args.beam_size, args.threads)
         print(json.dumps(rows))
         return
 
-    _, _, meta, text = checkpoint_and_split(args.checkpoint, args.split)
+    _, _, meta, text = checkpoint_and_split(args.checkpoint, args.split, args.sentences)
     results, outputs = {}, {}
     with tempfile.TemporaryDirectory() as exports:
         for quantization in ("float32", "int8"):
@@ -95,7 +95,9 @@ def main() -> None:
             done = subprocess.run([sys.executable, __file__, "-c", args.checkpoint, "--child", path, engine,
                                    compute_type, meta["src_lang"],
                                    meta["tgt_lang"], "--split", args.split, "--beam-size", str(args.beam_size),
-                                   "--threads", str(args.threads)], capture_output=True, text=True)
+                                   "--threads", str(args.threads),
+                                   *(["--sentences", str(args.sentences)] if args.sentences else [])],
+                                  capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
             rows = json.loads(done.stdout.strip().splitlines()[-1])

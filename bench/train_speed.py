@@ -34,7 +34,7 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, allocators, cpu_model, training_allocator, write_result  # noqa: E402
 from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, collate, prepare_data  # noqa: E402
-from model import Transformer, TransformerConfig  # noqa: E402
+from model import Transformer, TransformerConfig, TransformerOutput  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
 from training.config import compose_config, to_run_config  # noqa: E402
@@ -64,15 +64,17 @@ class TorchTransformer(nn.Module):
     def embed(self, ids: Tensor) -> Tensor:
         return self.dropout(self.positional(self.embedding(ids)))
 
-    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor, label_smoothing: float) -> tuple[Tensor, None]:
-        """The summed training loss, as train_step asks of a model: PyTorch's own cross-entropy."""
+    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor, label_smoothing: float) -> TransformerOutput:
+        """The summed training loss, as train_step asks of a model (in TransformerOutput's place, as
+        ours): PyTorch's own cross-entropy."""
         src_pad, tgt_pad = src == PAD_ID, tgt_in == PAD_ID  # True = ignore, torch's convention
         future = ~causal_mask(tgt_in.size(1), tgt_in.size(1), tgt_in.device).squeeze()  # (T, T), True = future
         h = self.transformer(self.embed(src), self.embed(tgt_in), tgt_mask=future, src_key_padding_mask=src_pad,
                              tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
         logits = self.output_proj(h).float()  # (B, T, V)
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD_ID,
-                               label_smoothing=label_smoothing, reduction="sum"), None
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD_ID,
+                               label_smoothing=label_smoothing, reduction="sum")
+        return TransformerOutput(None, loss, None)
 
 
 def step_flops(cfg: TransformerConfig, src: Tensor, tgt: Tensor) -> float:

@@ -67,7 +67,7 @@ def main() -> None:
         for sentence in sentences:
             driver.execute_script(MAP_VIEW)
             to_map = driver.execute_async_script(TIMED, "type", sentence,
-                                                 f"typed {args.checkpoint}: {sentence}|0|cross|0|mean|map")
+                                                 f": {sentence}|0|cross|0|mean|map")  # "typed best VERSION: ..."
             to_inside = driver.execute_async_script(TIMED, "click", "", "|inside|q1")
             rows.append({"sentence": sentence, "ms_to_map": round(to_map, 1), "ms_to_inside_view": round(to_inside, 1)})
             print(f"{to_map:8.1f} ms to its map, {to_inside:6.1f} ms to the inside view   {sentence}")

@@ -1,0 +1,399 @@
+"""Every command README.md and docs/ show a user runs here, as written (tests/helpers/documented.py
+finds them: each line of a shell block, each inline command), and a command shown without an entry
+in COMMANDS fails the first test.
+
+A command runs in a user's checkout: a folder holding links to this checkout's files (its own copy
+of bench/ and docs/, which commands write into) where `runs/`, `exports/` and the cache are its own,
+with the virtual environment on PATH as if activated. What a command writes stays there.
+
+As written, except:
+- what stands for the user's own things is made real: `runs/RUN` (also `runs/en-de` and
+  `runs/recipe_1h`, the docs' names for the recipe run) is a run that the documented `make train`
+  trained here; `sentences.de` a file of Multi30k test sentences; `/corpus/...` and
+  `/data/wmt16_de_en` the toy corpus as parallel files, TSV, JSONL and a saved Hugging Face
+  dataset under the checkout; `/path/to/multi30k` the real Multi30k folder;
+- what takes an hour or minutes gets its short form: Hydra overrides (or a benchmark's own
+  options) appended that shrink steps and data (SHORT), and the test says so. The vocabulary
+  shrinks with the data: SentencePiece cannot learn 8,000 pieces from a few hundred sentences.
+"""
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import ROOT, TOY_CORPUS
+from helpers.browser import browser_missing
+from helpers.documented import documented_commands
+
+# Steps and data of a training run: 2 steps on 1,000 pairs, 5 sentences to validate and test on;
+# RUN_SHORT keeps the attention evaluations (the tab shows them), SHORT leaves them out (an
+# untrained model's probes take ~20 s to draw on an AVX2 EPYC: its translations run to the limit).
+RUN_SHORT = ("train.max_steps=2 train.eval_every=2 data.max_train_examples=1000 data.max_eval_examples=5 "
+             "data.tokenizer.vocab_size=1000")
+SHORT = RUN_SHORT + " train.attention_every=0"
+SHORT_TOY = "train.max_steps=2 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360 " \
+            "train.attention_every=0"
+SHORT_SPEED = "--steps 1 --rounds 1 --warmup 0 --precisions fp32"
+
+
+@dataclass
+class Command:
+    """How a documented command is run: `short`, appended to shorten it (inside make's ARGS, or
+    after the command); `needs`, what the user would already have; `kind`: "run" (in a shell, to
+    exit 0), "terminal" (in a pty, a sentence typed), "server" (started, asked, stopped),
+    "interrupt" (stopped by Ctrl-C, then the same command again), "ci" (.ci/run's own), "gpu"."""
+
+    short: str = ""
+    needs: tuple[str, ...] = ()
+    kind: str = "run"
+    check: str = ""  # text the output must hold
+    timeout: float = 300
+
+
+RUN_NEEDS = ("run",)
+EN_DE = ('make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '
+         'data.test=[$MULTI30K_DIR/test_2016_flickr] data.src_lang=en data.tgt_lang=de hydra.run.dir=runs/en-de"')
+COMMANDS: dict[str, Command] = {
+    # README, quick start
+    "export MULTI30K_DIR=/path/to/multi30k": Command(),
+    "make test": Command(kind="ci"),
+    "make train": Command(short=SHORT, check="test_2016_flickr: BLEU"),
+    'make train ARGS="experiment=ci"': Command(short=SHORT, check="test_2016_flickr: BLEU"),
+    '.venv/bin/python translate.py -c runs/RUN "Ein Mann fährt Fahrrad."': Command(needs=RUN_NEEDS),
+    ".venv/bin/tensorboard --logdir runs": Command(needs=RUN_NEEDS, kind="server"),
+    "make install": Command(),
+    "python train.py": Command(short=SHORT, check="test_2016_flickr: BLEU"),
+    # README, data
+    'make train ARGS="experiment=ci data=files data.train=tests/data/toy/train data.val_size=100 '
+    'data.test=[tests/data/toy/test_2016_flickr] data.src_lang=en data.tgt_lang=de data.tokenizer.vocab_size=360 '
+    'data.max_train_examples=null"': Command(short=SHORT_TOY, check="test_2016_flickr: BLEU"),
+    'make train ARGS="data=files data.train=/corpus/train data.val=/corpus/dev data.test=[/corpus/test] '
+    'data.src_lang=en data.tgt_lang=de"': Command(short=SHORT_TOY, needs=("corpus",), check="test: BLEU"),
+    'make train ARGS="data=tsv data.train=/corpus/train.tsv data.header=true data.src_field=de '
+    'data.tgt_field=en"': Command(short=SHORT_TOY + " data.val_size=100", needs=("corpus",)),
+    'make train ARGS="data=jsonl data.train=/corpus/train.jsonl"': Command(short=SHORT_TOY + " data.val_size=100",
+                                                                           needs=("corpus",)),
+    'make train ARGS="data=hf data.name=/data/wmt16_de_en"': Command(short=SHORT_TOY, needs=("corpus",),
+                                                                       check="test: BLEU"),
+    # README and docs/training.md, training
+    ".venv/bin/python train.py": Command(short=SHORT),
+    ".venv/bin/python train.py model=small train.max_minutes=120": Command(short=SHORT),
+    # bf16 is emulated on an AVX2 CPU, ~40x slower than fp32: one sentence to validate and test on
+    ".venv/bin/python train.py model=base train.precision=bf16": Command(
+        short=SHORT + " train.max_tokens=256 data.max_eval_examples=1"),
+    ".venv/bin/python train.py data.src_lang=fr data.tgt_lang=cs train.max_minutes=10": Command(short=SHORT),
+    ".venv/bin/python train.py experiment=ci hydra.run.dir=runs/my_run": Command(
+        short="train.max_steps=40 train.eval_every=20 data.max_eval_examples=5", kind="interrupt"),
+    ".venv/bin/torchrun --standalone --nproc_per_node=2 train.py experiment=ci train.threads=1 "
+    "hydra.run.dir=runs/ddp": Command(short="train.max_steps=4 train.eval_every=2 data.max_eval_examples=5"),
+    'make train ARGS="train.max_minutes=10"': Command(short=SHORT),
+    'make train ARGS="hydra.run.dir=runs/tab_demo train.max_minutes=10 train.eval_every=250 '
+    'train.attention_every=100"': Command(short=SHORT),
+    # README and docs/translating.md
+    '.venv/bin/python translate.py -c runs/RUN "Ein Mann fährt Fahrrad." "Zwei Hunde spielen."': Command(
+        needs=RUN_NEEDS),
+    ".venv/bin/python translate.py -c runs/RUN": Command(needs=RUN_NEEDS, kind="terminal"),
+    "cat sentences.de | .venv/bin/python translate.py -c runs/RUN > sentences.en": Command(
+        needs=("run", "sentences.de")),
+    ".venv/bin/python translate.py -c runs/RUN/checkpoints/best.pt -i sentences.de -o sentences.en": Command(
+        needs=("run", "sentences.de")),
+    ".venv/bin/python translate.py -c runs/RUN --greedy -n 1 --batch-size 128 -i sentences.de": Command(
+        needs=("run", "sentences.de")),
+    '.venv/bin/python translate.py -c runs/RUN -b 5 -n 3 "Ein Hund rennt."': Command(needs=RUN_NEEDS),
+    '.venv/bin/python translate.py -c runs/RUN --show-attention --attention figures/ "Ein Hund rennt."': Command(
+        needs=RUN_NEEDS),
+    '.venv/bin/python translate.py -c runs/RUN --mask-heads cross:4:1,cross:4:2 "Ein Hund rennt."': Command(
+        needs=RUN_NEEDS),
+    ".venv/bin/python export.py -c runs/RUN exports/de-en": Command(needs=RUN_NEEDS, check="wrote exports/de-en"),
+    ".venv/bin/python export.py -c runs/RUN exports/de-en-int8 --quantize int8": Command(needs=RUN_NEEDS),
+    '.venv/bin/python translate.py -c exports/de-en "Ein Hund rennt."': Command(needs=("export",)),
+    ".venv/bin/python translate.py -c runs/RUN --compute-type int8 -i sentences.de": Command(
+        needs=("run", "sentences.de")),
+    ".venv/bin/python translate.py -c exports/de-en --compute-type int8 -i sentences.de -o sentences.en": Command(
+        needs=("export", "sentences.de")),
+    ".venv/bin/python -c 'from inference import load_translator; print(load_translator(\"runs/RUN\")"
+    ".translate([\"Ein Hund rennt.\"]))'": Command(needs=RUN_NEEDS),
+    ".venv/bin/python heads.py -c runs/RUN": Command(short="--sentences 1", needs=RUN_NEEDS),
+    ".venv/bin/python heads.py -c runs/RUN --figure heads.png": Command(short="--sentences 1", needs=RUN_NEEDS),
+    ".venv/bin/python heads.py -c runs/recipe_1h --sentences 500 --figure docs/head_importance.png": Command(
+        short="--sentences 1", needs=("recipe_1h",)),
+    # results, as they were made
+    'make train ARGS="hydra.run.dir=runs/fused_1h"': Command(short=SHORT),
+    'make train ARGS="hydra.run.dir=runs/final_1h"': Command(short=SHORT),
+    'make -o .venv/.installed train ARGS="hydra.run.dir=runs/final_1h"': Command(short=SHORT),
+    'make train ARGS="hydra.run.dir=runs/recipe_1h"': Command(short=SHORT),
+    'make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '
+    'data.test=[$MULTI30K_DIR/test_2016_flickr] data.src_lang=en data.tgt_lang=de"': Command(short=SHORT),
+    # the English-German run the decoding benchmark and the typed-sentence timing read: with attention
+    EN_DE: Command(short=RUN_SHORT),
+    # the recipe search
+    'make train ARGS="-m experiment=proxy train.lr=3e-3,5e-3 model.dropout=0.3,0.2 '
+    'hydra.sweep.dir=runs/multirun/proxy_lr_dropout"': Command(short=SHORT),
+    ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_lr_dropout": Command(needs=("proxy_lr_dropout",)),
+    'make train ARGS="-m experiment=proxy data.tokenizer.vocab_size=2000,4000,8000 '
+    'hydra.sweep.dir=runs/multirun/proxy_vocab"': Command(
+        short="train.max_steps=2 train.eval_every=2 data.max_train_examples=8000 data.max_eval_examples=5"),
+    ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_vocab": Command(needs=("proxy_vocab",)),
+    'make train ARGS="-m experiment=proxy train.label_smoothing=0.2 hydra.sweep.dir=runs/multirun/proxy_ls"': Command(
+        short=SHORT),
+    "bench/rank_on_gpu.sh candidates.txt runs/gpu 5300 data.dir=$MULTI30K_DIR": Command(
+        short=SHORT, needs=("candidates.txt",), kind="gpu"),
+    ".venv/bin/python bench/sweep_table.py runs/gpu": Command(needs=("gpu",), kind="gpu"),
+    # benchmarks
+    ".venv/bin/python bench/train_speed.py --model small": Command(short=SHORT_SPEED, check="ratio"),
+    ".venv/bin/python bench/train_speed.py --allocators glibc,mimalloc --out "
+    "bench/results/train_speed_compact_zen3.json": Command(short=SHORT_SPEED, check="ratio"),
+    ".venv/bin/python bench/train_speed.py --allocators mimalloc --vocab-size 4000": Command(short=SHORT_SPEED,
+                                                                                            check="ratio"),
+    ".venv/bin/python bench/decode.py -c runs/en-de": Command(short="--sentences 5", needs=("en-de",),
+                                                             check="CTranslate2 int8"),
+    ".venv/bin/python bench/beam_grid.py -c runs/recipe_1h": Command(short="--sentences 5", needs=("recipe_1h",)),
+    ".venv/bin/python bench/memory.py": Command(short="--steps 2 " + SHORT.replace("train.max_steps=2 ", ""),
+                                                check="peak RSS"),
+    ".venv/bin/python bench/data_prep.py": Command(short="--pairs 20000"),
+    ".venv/bin/python bench/typed_sentence.py --logdir runs --run en-de": Command(short="-n 2", needs=("en-de",),
+                                                                                 check="to the inside view"),
+}
+PYTHON_BLOCKS = ("translating.md",)  # docs whose ```python blocks run too (the Python API)
+
+
+def test_every_documented_command_has_its_test():
+    shown = documented_commands()
+    missing = {command: where for command, where in shown.items() if command not in COMMANDS}
+    assert not missing, "documented commands that no test runs (add them to COMMANDS):\n" + "\n".join(
+        f"  {where}: {command}" for command, where in missing.items())
+    stale = [command for command in COMMANDS if command not in shown]
+    assert not stale, f"COMMANDS holds commands the docs no longer show: {stale}"
+
+
+def test_the_finder_sees_commands_and_nothing_else(tmp_path, monkeypatch):
+    """A new command in a shell block or inline is found; option names and paths in prose are not."""
+    import helpers.documented as documented
+
+    doc = tmp_path / "README.md"
+    doc.write_text("Run `make train ARGS=\"x=1\"` or `.venv/bin/python bench/new.py --fast`; the\n"
+                   "`--fast` option, `bench/results/x.json`, `torchrun` and `translate.py --attention DIR`'s\n"
+                   "cousin `.venv/bin/python` are not commands.\n\n```bash\n"
+                   "make train   # a comment\n.venv/bin/python translate.py -c runs/RUN \\\n  'a # b'\n```\n")
+    monkeypatch.setattr(documented, "documents", lambda: [doc])
+    assert set(documented.documented_commands()) == {
+        'make train ARGS="x=1"', ".venv/bin/python bench/new.py --fast", "make train",
+        ".venv/bin/python translate.py -c runs/RUN 'a # b'"}
+
+
+# --- the user's checkout ------------------------------------------------------------------------
+
+class Checkout:
+    """A user's checkout (module docstring) and what its commands need, made once each."""
+
+    OWN = {"runs", "exports", "figures", ".cache", "outputs", "multirun", "corpus", "data_hf", "bench", "docs"}
+
+    def __init__(self, root: Path, multi30k: str) -> None:
+        self.root, self.multi30k, self.made = root, multi30k, set()
+        for entry in ROOT.iterdir():
+            if entry.name not in self.OWN and entry.name != ".git":
+                (root / entry.name).symlink_to(entry)
+        (root / ".git").symlink_to(ROOT / ".git")  # for the commit benchmarks write into their results
+        for name in ("bench", "docs"):  # commands write into them: copies, so the checkout's stay as they are
+            shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        (root / "runs").mkdir()
+        self.env = {**os.environ, "MULTI30K_DIR": multi30k, "PATH": f"{root / '.venv' / 'bin'}:{os.environ['PATH']}",
+                    "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+    def as_written(self, command: str) -> str:
+        """The command with the user's own things made real (module docstring)."""
+        return (command.replace("/path/to/multi30k", self.multi30k).replace("/corpus/", f"{self.root}/corpus/")
+                .replace("/data/wmt16_de_en", f"{self.root}/data_hf/wmt16_de_en"))
+
+    def run(self, command: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(["bash", "-c", command], cwd=self.root, env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+        if check:
+            assert done.returncode == 0, f"{command}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        return done
+
+    def need(self, what: str) -> None:
+        if what in self.made:
+            return
+        self.made.add(what)
+        if what == "run":  # the documented `make train`, short; the docs' names for the recipe run point at it
+            before = set((self.root / "runs").iterdir())
+            self.run(shortened("make train", RUN_SHORT))
+            [run] = set((self.root / "runs").iterdir()) - before
+            run.rename(self.root / "runs" / "RUN")
+        elif what in ("en-de", "recipe_1h"):  # the runs the docs name so: made by the documented commands
+            [command] = [c for c in COMMANDS if f"hydra.run.dir=runs/{what}\"" in c]
+            self.run(shortened(command, COMMANDS[command].short))
+        elif what == "sentences.de":
+            text = subprocess.run(["zcat", f"{self.multi30k}/test_2016_flickr.de.gz"], capture_output=True, text=True)
+            (self.root / "sentences.de").write_text("\n".join(text.stdout.splitlines()[:12]) + "\n", encoding="utf-8")
+        elif what == "export":
+            if not (self.root / "exports" / "de-en").exists():  # else the export's own test made it
+                self.need("run")
+                self.run(".venv/bin/python export.py -c runs/RUN exports/de-en")
+        elif what == "corpus":  # the toy corpus as a user's own files, in each documented layout
+            corpus = self.root / "corpus"
+            corpus.mkdir()
+            pairs = {}
+            for split, name in (("train", "train"), ("val", "dev"), ("test_2016_flickr", "test")):
+                for lang in ("de", "en"):
+                    shutil.copyfile(TOY_CORPUS / f"{split}.{lang}", corpus / f"{name}.{lang}")
+                pairs[split] = list(zip(*((TOY_CORPUS / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
+                                          for lang in ("de", "en"))))
+            (corpus / "train.tsv").write_text("de\ten\n" + "".join(f"{de}\t{en}\n" for de, en in pairs["train"]),
+                                              encoding="utf-8")
+            (corpus / "train.jsonl").write_text("".join(json.dumps({"translation": {"de": de, "en": en}}) + "\n"
+                                                        for de, en in pairs["train"]), encoding="utf-8")
+            import datasets
+
+            datasets.DatasetDict({theirs: datasets.Dataset.from_dict({"translation": [{"de": de, "en": en}
+                                                                                      for de, en in pairs[ours]]})
+                                  for ours, theirs in (("train", "train"), ("val", "validation"),
+                                                       ("test_2016_flickr", "test"))
+                                  }).save_to_disk(str(self.root / "data_hf" / "wmt16_de_en"))
+        elif what.startswith("proxy_"):  # a documented multirun's folder, for the table of it
+            [command] = [c for c in COMMANDS if f"runs/multirun/{what}\"" in c]
+            self.run(shortened(command, COMMANDS[command].short), timeout=600)
+        elif what == "candidates.txt":
+            (self.root / "candidates.txt").write_text("-  # the recipe\nmodel.dropout=0.3\n")
+        elif what == "gpu":
+            command = "bench/rank_on_gpu.sh candidates.txt runs/gpu 5300 data.dir=$MULTI30K_DIR"
+            self.need("candidates.txt")
+            self.run(shortened(command, COMMANDS[command].short), timeout=600)
+        else:
+            raise AssertionError(f"nothing makes {what}")
+
+
+def shortened(command: str, short: str) -> str:
+    """`short` appended: inside make's ARGS="..." (or as one), else after the command."""
+    if not short:
+        return command
+    if command.startswith("make ") and " train" in command:
+        if 'ARGS="' in command:
+            start = command.index('ARGS="') + len('ARGS="')
+            end = command.index('"', start)
+            return f"{command[:end]} {short}{command[end:]}"
+        return f'{command} ARGS="{short}"'
+    return f"{command} {short}"
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory, multi30k_dir) -> Checkout:
+    if not (ROOT / ".venv" / "bin" / "python").exists():
+        pytest.skip("the documented commands use .venv/bin: run `make install` first")
+    return Checkout(tmp_path_factory.mktemp("checkout"), multi30k_dir)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_the_documented_command_runs(command, checkout, tmp_path):
+    spec = COMMANDS[command]
+    written = checkout.as_written(command)
+    if spec.kind == "gpu" and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (bench/rank_on_gpu.sh; tests/test_rank_on_gpu.py runs it with a stand-in)")
+    for what in spec.needs:
+        checkout.need(what)
+    if spec.kind == "gpu":
+        checkout.run(shortened(written, spec.short), spec.timeout)
+    elif spec.kind == "ci":  # what CI runs is this command: the last line of .ci/run
+        lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
+        assert lines[-1] == command
+    elif spec.kind == "server":
+        serve(checkout, written)
+    elif spec.kind == "terminal":
+        shown = in_terminal(checkout, written, "Ein Hund rennt.")
+        assert shown[0].startswith("Type a sentence and press Enter") and shown[1] == "Ein Hund rennt." and shown[2]
+    elif spec.kind == "interrupt":
+        interrupt_then_continue(checkout, shortened(written, spec.short))
+    else:
+        if "typed_sentence" in command and (missing := browser_missing()):
+            pytest.skip(missing)
+        done = checkout.run(shortened(written, spec.short), spec.timeout)
+        assert spec.check in done.stdout + done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
+        for folder in ("runs/multirun/", "hydra.run.dir=runs/"):  # a run folder the docs read later is there
+            if folder in command:
+                checkout.made.add(command.split(folder)[1].split('"')[0])
+
+
+def serve(checkout: Checkout, command: str) -> None:
+    """Started as written, asked for the ATTENTION tab's runs at the address it names, stopped."""
+    process = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=checkout.root, env=checkout.env,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, url = time.monotonic() + 120, None
+        while url is None and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            assert line or process.poll() is None, "tensorboard ended"
+            if "http://" in line:
+                url = line[line.index("http://"):].split()[0].rstrip("/")
+        runs = json.loads(urllib.request.urlopen(f"{url}/data/plugin/attention/runs", timeout=60).read())
+        assert "RUN" in [run["run"] for run in runs["runs"]]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def in_terminal(checkout: Checkout, command: str, sentence: str) -> list[str]:
+    """The command at a terminal (a pty): `sentence` typed and Enter, then, once its translation is
+    shown, Ctrl-D; the lines the terminal showed."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(["bash", "-c", command], cwd=checkout.root, env=checkout.env, stdin=follower,
+                               stdout=follower, stderr=follower)
+    os.close(follower)
+    shown, deadline, typed, ended = b"", time.monotonic() + 120, False, False
+    while time.monotonic() < deadline and process.poll() is None:
+        if select.select([leader], [], [], 0.2)[0]:
+            try:
+                shown += os.read(leader, 4096)
+            except OSError:  # the other end closed
+                break
+        if not typed and b"\n" in shown:  # the prompt is there: type the sentence
+            os.write(leader, sentence.encode() + b"\n")
+            typed = True
+        if not ended and shown.count(b"\n") >= 3:  # the prompt, the sentence echoed, its translation
+            os.write(leader, b"\x04")  # Ctrl-D: input ends
+            ended = True
+    process.wait(timeout=60)
+    os.close(leader)
+    lines = shown.decode(errors="replace").replace("\r", "").splitlines()
+    assert process.returncode == 0, lines
+    return lines
+
+
+def interrupt_then_continue(checkout: Checkout, command: str) -> None:
+    """The docs' Ctrl-C half-way, then the same command: it says how to continue, and continues."""
+    process = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=checkout.root, env=checkout.env,
+                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    checkpoints = checkout.root / "runs" / "my_run" / "checkpoints"
+    deadline = time.monotonic() + 300
+    while not list(checkpoints.glob("step_*.pt")) and time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read()
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and "continue with: python train.py experiment=ci" \
+        in stderr, stderr
+    checkout.run(command, timeout=600)
+    log = (checkout.root / "runs" / "my_run" / "train.log").read_text()
+    assert "resumed from" in log and (checkout.root / "runs" / "my_run" / "results.json").is_file()
+
+
+def test_the_python_api_blocks_run(checkout):
+    """The ```python blocks of the docs, each run as a script."""
+    from helpers.documented import FENCE
+
+    checkout.need("export")
+    for name in PYTHON_BLOCKS:
+        for block in FENCE.finditer((ROOT / "docs" / name).read_text(encoding="utf-8")):
+            if block[2] == "python":
+                (checkout.root / "block.py").write_text(block[3], encoding="utf-8")
+                checkout.run(".venv/bin/python block.py")

@@ -4,6 +4,7 @@ The dataclasses double as validation: Hydra rejects unknown keys and wrong types
 them before anything runs, and `to_run_config` checks values that types cannot express.
 """
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -86,6 +87,11 @@ class TrainConfig:
     # where a new run folder starts from (a folder's own checkpoints always come first):
     resume: str | None = None  # continue that run (checkpoint file or run folder) here, exactly
     init_from: str | None = None  # a new run from those weights (checkpoint file or run folder)
+
+    @property
+    def budget_seconds(self) -> float:
+        """Seconds the run may spend before its final evaluation (inf without a time budget)."""
+        return (self.max_minutes - self.reserve_minutes) * 60 if self.max_minutes is not None else math.inf
 
 
 @dataclass

@@ -40,7 +40,7 @@ def finish(trainer: Trainer) -> dict:
     """Final validation, optional averaging, then test BLEU of the best weights with beam search.
 
     Runs on rank 0 after `Trainer.fit`, which saved the last step's checkpoint."""
-    cfg, progress = trainer.cfg, trainer.progress
+    cfg, progress = trainer.cfg, trainer.state.progress
     started = trainer.clock()
     if progress.step % cfg.eval_every != 0 or progress.best_bleu < 0:
         trainer.evaluate()

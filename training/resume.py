@@ -13,13 +13,14 @@ import math
 import shutil
 from pathlib import Path
 
-import torch
 from omegaconf import OmegaConf
 
+from data import Tokenizer
 from inference.checkpoint import load_checkpoint, load_weights, resolve_checkpoint_path
-from training.config import TrainConfig
+from training.config import RunConfig, TrainConfig
+from training.distributed import Distributed
 from training.schedule import Schedule
-from training.trainer import Progress, Trainer
+from training.state import TrainState
 from utils.checkpoint_files import BEST, checkpoint_folder, latest_step_checkpoint
 from utils.errors import UserError
 
@@ -67,98 +68,86 @@ def check_data_position(path: Path, epoch: int, position: int, saved: dict, save
                         "train.init_from")
 
 
-def start(trainer: Trainer, cfg: TrainConfig, run_dir: Path) -> None:
+def start(state: TrainState, run: RunConfig, tokenizer: Tokenizer, run_dir: Path, ddp: Distributed) -> None:
     """Where training starts from. The run folder's own newest checkpoint comes first (the
     same command continues an interrupted run, whatever else it says); else `train.resume`
     continues another run here; else `train.init_from` starts a new run from its weights."""
     own = latest_step_checkpoint(checkpoint_folder(run_dir))
     if own is not None:
-        resume(trainer, own)
-    elif cfg.resume:
-        resume(trainer, resolve_checkpoint_path(cfg.resume, prefer=None))  # a run folder: its latest step
-    elif cfg.init_from:
-        init_from(trainer, resolve_checkpoint_path(cfg.init_from))  # a run folder: its best weights
+        resume(state, own, run, tokenizer, run_dir, ddp)
+    elif run.train.resume:
+        # a run folder: its latest step
+        resume(state, resolve_checkpoint_path(run.train.resume, prefer=None), run, tokenizer, run_dir, ddp)
+    elif run.train.init_from:
+        init_from(state, resolve_checkpoint_path(run.train.init_from), run, tokenizer)  # a run folder: its best weights
 
 
-def check_same_data(trainer: Trainer, checkpoint: dict, path: Path) -> None:
+def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tokenizer) -> None:
     """A checkpoint's weights mean something only with its languages and tokenizer."""
-    meta, data = checkpoint.get("meta", {}), trainer.run.data
+    meta, data = checkpoint.get("meta", {}), run.data
     theirs, ours = (meta.get("src_lang"), meta.get("tgt_lang")), (data.src_lang, data.tgt_lang)
     if theirs != ours:
         raise UserError(f"{path} translates {theirs[0]}->{theirs[1]}, but this run is {ours[0]}->{ours[1]}")
-    tokenizer = checkpoint["tokenizer"]
-    if (tokenizer["src"], tokenizer["tgt"]) != (trainer.data.tokenizer.src_model, trainer.data.tokenizer.tgt_model):
+    saved = checkpoint["tokenizer"]
+    if (saved["src"], saved["tgt"]) != (tokenizer.src_model, tokenizer.tgt_model):
         raise UserError(f"{path} was trained with another tokenizer than this run's data.tokenizer settings "
                         "make (vocabulary size, type or training data differ)")
 
 
-def resume(trainer: Trainer, path: Path) -> None:
+def resume(state: TrainState, path: Path, run: RunConfig, tokenizer: Tokenizer, run_dir: Path,
+           ddp: Distributed) -> None:
     """Continue the run saved in `path` exactly where it stopped: weights, optimizer,
     schedule, data position, random state, best score and time spent."""
-    checkpoint = load_checkpoint(path, map_location=trainer.device, for_training=True)
+    checkpoint = load_checkpoint(path, map_location=ddp.device, for_training=True)
     if "train_state" not in checkpoint:
         raise UserError(f"{path} holds weights only (no training state) and cannot be resumed; "
                         "train.init_from starts a new run from its weights")
-    check_same_data(trainer, checkpoint, path)
-    if checkpoint["model_config"] != trainer.model.cfg.to_dict():
+    check_same_data(checkpoint, path, run, tokenizer)
+    if checkpoint["model_config"] != state.model.cfg.to_dict():
         raise UserError(f"{path} was trained with a different model config; resume with the same settings")
-    state, saved = checkpoint["train_state"], saved_train_settings(checkpoint["meta"])
-    progress = Progress(**state["progress"])
-    check_data_position(path, progress.epoch, progress.position, saved, len(state["rng"]), trainer.cfg,
-                        trainer.ddp.world_size)
-    load_weights(trainer.model, checkpoint["model"], path)
-    trainer.optimizer.load_state_dict(state["optimizer"])
-    trainer.schedule.load_state_dict(state["scheduler"])
-    trainer.progress = progress
-    take_changed_settings(trainer, changed_settings(saved, trainer.cfg))
-    if len(state["rng"]) == trainer.ddp.world_size:
-        rng = state["rng"][trainer.ddp.rank]
-        torch.set_rng_state(rng["torch"].cpu())
-        if "cuda" in rng and trainer.device.type == "cuda":
-            torch.cuda.set_rng_state(rng["cuda"].cpu(), trainer.device)
-    else:  # another number of processes: the same data order, but new dropout masks
-        torch.manual_seed(trainer.ddp.rank_seed(trainer.run.seed) + trainer.progress.step)
-        log.warning("%s was written by %d process(es), this run has %d: dropout masks will differ from an "
-                    "uninterrupted run", path, len(state["rng"]), trainer.ddp.world_size)
-    best, own_best = path.parent / BEST, trainer.ckpt_dir / BEST
+    saved_state, saved = checkpoint["train_state"], saved_train_settings(checkpoint["meta"])
+    position = saved_state["progress"]
+    check_data_position(path, position["epoch"], position["position"], saved, len(saved_state["rng"]), run.train,
+                        ddp.world_size)
+    state.restore(checkpoint, path)
+    take_changed_settings(state, run.train, changed_settings(saved, run.train))
+    progress = state.progress
+    best, own_best = path.parent / BEST, checkpoint_folder(run_dir) / BEST
     if best.resolve() != own_best.resolve():  # continuing another folder's run here
         # its best weights come along if they are from this point of the run or before
-        if best.is_file() and load_checkpoint(best)["meta"].get("step", math.inf) <= trainer.progress.step:
-            if trainer.ddp.is_main:
-                trainer.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        if best.is_file() and load_checkpoint(best)["meta"].get("step", math.inf) <= progress.step:
+            if ddp.is_main:
+                own_best.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(best, own_best)
         else:  # nothing to compare with: the next validation makes the best checkpoint
-            trainer.progress.best_bleu = -1.0
-    log.info("resumed from %s at step %d (epoch %d)", path, trainer.progress.step, trainer.progress.epoch)
+            progress.best_bleu = -1.0
+    log.info("resumed from %s at step %d (epoch %d)", path, progress.step, progress.epoch)
 
 
-def take_changed_settings(trainer: Trainer, changed: dict[str, tuple]) -> None:
+def take_changed_settings(state: TrainState, cfg: TrainConfig, changed: dict[str, tuple]) -> None:
     """This run's settings win over the resumed checkpoint's, each difference said in the log;
     changed limits or schedule settings re-plan the schedule (training/schedule.py)."""
     for name, (theirs, ours) in changed.items():
         log.info("train.%s was %s in the checkpoint; this run's %s is used", name, theirs, ours)
-    for group in trainer.optimizer.param_groups:  # load_state_dict restored the checkpoint's
-        group.update(betas=tuple(trainer.cfg.betas), eps=trainer.cfg.eps, weight_decay=trainer.cfg.weight_decay)
+    for group in state.optimizer.param_groups:  # load_state_dict restored the checkpoint's
+        group.update(betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
     if not changed.keys() & SCHEDULE_SETTINGS:
         return
-    trainer.schedule = Schedule.from_config(trainer.cfg)  # a run bounded by steps: planned to its new end
-    step = trainer.progress.step
-    if (trainer.schedule.kind == "linear" and trainer.cfg.max_minutes is not None
-            and step >= trainer.schedule.warmup_steps):
-        per_step = max(trainer.progress.elapsed / max(step, 1), 1e-6)  # so far, validations and checkpoints included
-        trainer.schedule.plan_whole(min(step + int((trainer.budget - trainer.progress.elapsed) / per_step),
-                                     trainer.cfg.max_steps))
-    if trainer.schedule.planned:
+    schedule = state.schedule = Schedule.from_config(cfg)  # a run bounded by steps: planned to its new end
+    step, elapsed = state.progress.step, state.progress.elapsed
+    if schedule.kind == "linear" and cfg.max_minutes is not None and step >= schedule.warmup_steps:
+        per_step = max(elapsed / max(step, 1), 1e-6)  # so far, validations and checkpoints included
+        schedule.plan_whole(min(step + int((cfg.budget_seconds - elapsed) / per_step), cfg.max_steps))
+    if schedule.planned:
         log.info("schedule planned anew at step %d: the learning rate decays linearly to %g x peak at step %d "
-                 "(now %.3g x peak)", step, trainer.schedule.floor, trainer.schedule.last_step,
-                 trainer.schedule.factor(step + 1))
+                 "(now %.3g x peak)", step, schedule.floor, schedule.last_step, schedule.factor(step + 1))
 
 
-def init_from(trainer: Trainer, path: Path) -> None:
+def init_from(state: TrainState, path: Path, run: RunConfig, tokenizer: Tokenizer) -> None:
     """Start this new run from the weights in `path`; optimizer, schedule, data order,
     scores and time budget start afresh (fine-tuning, or a second run from a first)."""
-    checkpoint = load_checkpoint(path, map_location=trainer.device)
-    check_same_data(trainer, checkpoint, path)
-    load_weights(trainer.model, checkpoint["model"], path)
+    checkpoint = load_checkpoint(path, map_location=next(state.model.parameters()).device)
+    check_same_data(checkpoint, path, run, tokenizer)
+    load_weights(state.model, checkpoint["model"], path)
     log.info("weights initialised from %s (step %s); everything else starts anew", path,
              checkpoint.get("meta", {}).get("step", "?"))

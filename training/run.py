@@ -71,12 +71,12 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
         log.info("model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
                  trainer.model.num_parameters() / 1e6, device, torch.get_num_threads(), ddp.world_size,
                  trainer.batches.n_pairs)
-        start(trainer, run.train, run_dir)
+        start(trainer.state, run, data.tokenizer, run_dir, ddp)
         with logging_redirect_tqdm():
             trainer.fit(started)
             checksum = sum(p.detach().double().sum().item() for p in trainer.model.parameters())
             log.info("rank %d/%d stopped at step %d, parameter checksum %.15e", ddp.rank, ddp.world_size,
-                     trainer.progress.step, checksum)
+                     trainer.state.progress.step, checksum)
             # the other ranks leave now rather than wait in a collective for the report, which
             # may take long (head importance, a large model's beam search on the test sets)
             return finish(trainer) if ddp.is_main else {}

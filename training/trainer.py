@@ -4,12 +4,10 @@
 training/final_evaluation.py then evaluates the best weights on the test sets;
 training/run.py builds both from a config.
 """
-import dataclasses
 import logging
 import math
 import signal
 import time
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Callable
@@ -28,6 +26,7 @@ from training.interrupt import Interrupted, StopOnSignal
 from training.loaders import TrainingBatches
 from training.progress_bar import ProgressBar
 from training.schedule import Schedule
+from training.state import Progress, RandomStreams, TrainState
 from training.step import train_step
 from training.validation import Validation
 from utils.checkpoint_files import (BEST, checkpoint_folder, latest_step_checkpoint, step_checkpoint_path,
@@ -37,19 +36,9 @@ from utils.errors import UserError
 log = logging.getLogger("train")
 
 
-@dataclass
-class Progress:
-    """Where training stands; saved in checkpoints so that a resumed run continues exactly."""
-
-    step: int = 0  # optimizer steps taken
-    epoch: int = 0  # epoch of the next batch
-    position: int = 0  # batches of that epoch already consumed
-    best_bleu: float = -1.0
-    elapsed: float = 0.0  # seconds spent in earlier sessions of this run
-
-
 class Trainer:
-    """Holds a run's moving parts (model, optimizer, schedule, data, progress); `fit` trains.
+    """Holds a run's moving parts (its `state`: what a checkpoint saves, see training/state.py;
+    and data, validation, writer); `fit` trains.
 
     `clock` gives seconds for the time budget and the schedule's plan (tests pass a fake one).
     """
@@ -63,10 +52,11 @@ class Trainer:
         self.model = Transformer(model_cfg).to(device)
         if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
             torch.manual_seed(ddp.rank_seed(run.seed))
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, betas=tuple(self.cfg.betas),
-                                           eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
-        self.schedule = Schedule.from_config(self.cfg)
-        self.progress = Progress()
+        optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, betas=tuple(self.cfg.betas),
+                                      eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
+        progress = Progress()
+        self.state = TrainState(self.model, optimizer, Schedule.from_config(self.cfg), progress,
+                                RandomStreams(device, ddp, run.seed, progress))
         self.last_grad_norm = math.nan
         self.saved_step: int | None = None  # of the newest full checkpoint this session wrote
         self.train_model = (DistributedDataParallel(self.model, device_ids=[device] if device.type == "cuda" else None)
@@ -86,26 +76,21 @@ class Trainer:
 
     def _meta(self) -> dict:
         return {"src_lang": self.run.data.src_lang, "tgt_lang": self.run.data.tgt_lang,
-                "step": self.progress.step, "config": OmegaConf.to_yaml(OmegaConf.structured(self.run))}
+                "step": self.state.progress.step, "config": OmegaConf.to_yaml(OmegaConf.structured(self.run))}
 
     def save(self) -> Path:
         """Full checkpoint of the current step; keeps the newest `keep_last` of them.
 
         Called on every rank (each rank's random state goes in); rank 0 writes."""
-        rng = {"torch": torch.get_rng_state()}
-        if self.device.type == "cuda":
-            rng["cuda"] = torch.cuda.get_rng_state(self.device)
-        ranks_rng = self.ddp.gather(rng)
-        path = step_checkpoint_path(self.ckpt_dir, self.progress.step)
+        checkpoint = self.state.checkpoint(self.data.tokenizer, self._meta())  # every rank: streams are gathered
+        path = step_checkpoint_path(self.ckpt_dir, self.state.progress.step)
         if self.ddp.is_main:
-            state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.schedule.state_dict(),
-                     "progress": dataclasses.asdict(self.progress), "rng": ranks_rng}
-            atomic_save(make_checkpoint(self.model, self.data.tokenizer, self._meta(), state), path)
+            atomic_save(checkpoint, path)
             keep = max(self.cfg.keep_last, self.cfg.average_last)
             for old in step_checkpoints(self.ckpt_dir)[:-keep]:
                 old.unlink()
         self.ddp.barrier()
-        self.saved_step = self.progress.step
+        self.saved_step = self.state.progress.step
         return path
 
     # --- evaluation -----------------------------------------------------------------------
@@ -113,11 +98,11 @@ class Trainer:
     def evaluate(self) -> float:
         """Validate (see training/validation.py), log it, keep the best checkpoint; val BLEU."""
         started = time.time()
-        step = self.progress.step
+        step = self.state.progress.step
         val_nll, val_ppl, bleu, heads_seconds = self.validation.run(step)
-        improved = bleu > self.progress.best_bleu
+        improved = bleu > self.state.progress.best_bleu
         if improved:
-            self.progress.best_bleu = bleu
+            self.state.progress.best_bleu = bleu
             atomic_save(make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
                         self.ckpt_dir / BEST)
         log.info("step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs (head statistics logged in %.1fs)", step,
@@ -126,44 +111,38 @@ class Trainer:
 
     def log_attention(self) -> None:
         started = time.time()
-        if sentences := self.validation.attention(self.progress.step):
+        if sentences := self.validation.attention(self.state.progress.step):
             log.info("attention maps of %d sentence(s) logged in %.1fs", sentences, time.time() - started)
 
     # --- training -------------------------------------------------------------------------
 
-    @property
-    def budget(self) -> float:
-        """Seconds the run may spend before its final evaluation (inf without a time budget)."""
-        cfg = self.cfg
-        return (cfg.max_minutes - cfg.reserve_minutes) * 60 if cfg.max_minutes is not None else math.inf
-
     def last_step(self) -> int:
-        return min(self.cfg.max_steps, self.schedule.last_step or self.cfg.max_steps)
+        return min(self.cfg.max_steps, self.state.schedule.last_step or self.cfg.max_steps)
 
     def plan_schedule(self, elapsed: float, since: tuple[int, float]) -> None:
         """Set the linear schedule's last step from the seconds per step measured since `since`
         (step, elapsed), validations and checkpoints included, so that the decay ends with the
         time budget."""
-        per_step = max((elapsed - since[1]) / max(self.progress.step - since[0], 1), 1e-6)  # a clock that did not move
-        last = self.progress.step + int((self.budget - elapsed) / per_step)
-        self.schedule.plan(self.progress.step, min(last, self.cfg.max_steps))
+        per_step = max((elapsed - since[1]) / max(self.state.progress.step - since[0], 1), 1e-6)  # a clock that did not move
+        last = self.state.progress.step + int((self.cfg.budget_seconds - elapsed) / per_step)
+        self.state.schedule.plan(self.state.progress.step, min(last, self.cfg.max_steps))
         log.info("schedule planned at step %d: %.2f s a step with validations, so the learning rate decays "
-                 "linearly to %g x peak at step %d", self.progress.step, per_step, self.schedule.floor,
-                 self.schedule.last_step)
+                 "linearly to %g x peak at step %d", self.state.progress.step, per_step, self.state.schedule.floor,
+                 self.state.schedule.last_step)
 
     def step(self, batches: list[Batch]) -> tuple[float, float, float]:
         """One optimizer step on this rank's `batches`: (lr, loss per token, global tokens)."""
         n_tokens = sum(batch.n_tgt_tokens for batch in batches)
         normalizer = self.ddp.token_normalizer(n_tokens)  # every token of the step counts alike
-        lr = self.cfg.lr * self.schedule.factor(self.progress.step + 1)
-        for group in self.optimizer.param_groups:
+        lr = self.cfg.lr * self.state.schedule.factor(self.state.progress.step + 1)
+        for group in self.state.optimizer.param_groups:
             group["lr"] = lr
-        result = train_step(self.train_model, self.optimizer, self.cfg.label_smoothing, batches, normalizer,
+        result = train_step(self.train_model, self.state.optimizer, self.cfg.label_smoothing, batches, normalizer,
                             self.autocast, self.cfg.clip_grad_norm, self.device)
         if not result.updated:
             last_good = latest_step_checkpoint(self.ckpt_dir)
             raise UserError(f"non-finite loss ({result.loss:.4g}) or gradient norm ({result.grad_norm:.4g}) at "
-                            f"step {self.progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
+                            f"step {self.state.progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
                             "Try a lower train.lr or more train.warmup_steps")
         self.last_grad_norm = result.grad_norm
         return lr, result.loss * normalizer / n_tokens, normalizer * self.ddp.world_size
@@ -175,7 +154,7 @@ class Trainer:
 
         `started` is the clock() reading when this session of the run began (data
         preparation counts against the budget)."""
-        cfg, progress, ddp = self.cfg, self.progress, self.ddp
+        cfg, progress, ddp = self.cfg, self.state.progress, self.ddp
         batches = self.batches(progress.epoch, progress.position, cfg.max_epochs)
         self.train_model.train()
 
@@ -185,7 +164,7 @@ class Trainer:
         attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
         if ddp.is_main and attention_every > 0 and progress.step == 0:
             self.log_attention()  # the untrained maps: where the step slider of the ATTENTION tab starts
-        bar = ProgressBar(self.budget, cfg.max_steps, progress.step, elapsed(), enabled=ddp.is_main)
+        bar = ProgressBar(self.cfg.budget_seconds, cfg.max_steps, progress.step, elapsed(), enabled=ddp.is_main)
         last_plan = (progress.step, elapsed())  # where the speed of the next plan is measured from
         log_loss = log_tokens = 0.0
         log_time = self.clock()
@@ -196,7 +175,7 @@ class Trainer:
                     path = self.save()
                     bar.close()
                     raise Interrupted(stop.signum or signal.SIGTERM, progress.step, path)  # SIGTERM: another rank's
-                if ddp.any(elapsed() > self.budget):
+                if ddp.any(elapsed() > self.cfg.budget_seconds):
                     log.info("time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
                              cfg.max_minutes, cfg.reserve_minutes, progress.step)
                     break
@@ -228,8 +207,8 @@ class Trainer:
                     self.evaluate()
                 if ddp.is_main and attention_now:
                     self.log_attention()
-                if (evaluate_now and self.schedule.kind == "linear" and cfg.max_minutes is not None
-                        and self.schedule.warmup_steps <= progress.step < self.last_step()):
+                if (evaluate_now and self.state.schedule.kind == "linear" and cfg.max_minutes is not None
+                        and self.state.schedule.warmup_steps <= progress.step < self.last_step()):
                     # every rank plans from rank 0's clock, so that all stop at the same step
                     now = ddp.broadcast(elapsed())
                     self.plan_schedule(now, last_plan)

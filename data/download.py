@@ -10,18 +10,18 @@ in place is never fetched again, so a second run needs no network.
 import gzip
 import http.client
 import logging
-import os
 import socket
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 from tqdm import tqdm
 
 from utils.errors import UserError
+from utils.files import atomic_file
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +47,13 @@ def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error) or type(error).__name__
 
 
-def _fetch(url: str, into: Path) -> int:
-    """Download `url` into the file `into`, with a progress bar on a terminal; its size in bytes."""
+def _fetch(url: str, file: BinaryIO) -> int:
+    """Download `url` into `file`, with a progress bar on a terminal; its size in bytes."""
     try:
         response = urllib.request.urlopen(url, timeout=TIMEOUT)  # noqa: S310 - the user's data.url
     except ValueError as e:  # not a URL at all
         raise UserError(f"cannot download {url!r}: {e}") from None
-    with response, open(into, "wb") as file:
+    with response:
         total = int(response.headers.get("Content-Length") or 0) or None
         with tqdm(total=total, unit="B", unit_scale=True, desc=url.rsplit("/", 1)[-1], leave=False,
                   disable=None, file=sys.stderr) as bar:  # disable=None: shown on a terminal only
@@ -63,6 +63,7 @@ def _fetch(url: str, into: Path) -> int:
         size = file.tell()
         if total is not None and size < total:  # the server said more than it sent
             raise http.client.IncompleteRead(b"\0" * size, total - size)
+        file.flush()
     return size
 
 
@@ -91,19 +92,15 @@ def download_gzip_files(urls: dict[str, str], folder: Path, way_out: str) -> dic
     missing = {name: url for name, url in urls.items() if not paths[name].is_file()}
     for name, url in missing.items():
         log.info("downloading %s", url)
-        handle, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
-        os.close(handle)
         try:
-            try:
-                size = _fetch(url, Path(tmp))
-            except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-                raise UserError(f"cannot download {url}: {_reason(e)}") from None
-            _check_gzip(Path(tmp), url)
-            os.replace(tmp, paths[name])
+            with atomic_file(paths[name], "wb") as file:  # under its name only once checked
+                try:
+                    size = _fetch(url, file)
+                except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+                    raise UserError(f"cannot download {url}: {_reason(e)}") from None
+                _check_gzip(Path(file.name), url)
         except UserError as e:
             raise UserError(f"{e}; {way_out}") from None
-        finally:
-            Path(tmp).unlink(missing_ok=True)
         log.info("downloaded %s (%s bytes)", name, f"{size:,}")
     if missing:
         log.info("%d file(s) downloaded into %s; later runs read them from there", len(missing), folder)

@@ -1,7 +1,6 @@
 """From configuration to tokenized splits: load the corpus, get a tokenizer, tokenize (cached)."""
 import hashlib
 import logging
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from data.multi30k import ENV_VAR, OFFICIAL_URL, downloaded, load_multi30k
 from data.sources import SOURCES, carve_validation, load_files, load_hf, load_table, split_names
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
 from utils.errors import UserError
+from utils.files import atomic_folder
 from utils.settings import read_when
 
 log = logging.getLogger(__name__)
@@ -106,11 +106,9 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
         datasets.enable_progress_bars()
     # Written under a name of this process's own, then renamed: an entry appears whole or not at
     # all, and runs preparing the same data at once (bench/rank_on_gpu.sh starts several) never
-    # write into or delete each other's files. The first rename wins; a later one finds the
-    # entry there and keeps it.
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
-    try:
+    # write into or delete each other's files. The first rename wins; a later one keeps it.
+    with atomic_folder(folder, replace=False) as staging, \
+            tempfile.TemporaryDirectory(prefix=f".{folder.name}.", dir=folder.parent) as work:
         try:
             # Each batch's ids go to a file as they are made (not into memory), then saved in
             # the layout load_from_disk reads.
@@ -118,19 +116,11 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
                 lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]),
                                "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
                 batched=True, batch_size=10_000, remove_columns=["src", "tgt"], load_from_cache_file=False,
-                cache_file_names={split: str(tmp / "map" / f"{split}.arrow") for split in text}, desc="tokenizing",
+                cache_file_names={split: str(Path(work) / f"{split}.arrow") for split in text}, desc="tokenizing",
             )
         finally:
             datasets.disable_progress_bars()
-        tokens.save_to_disk(str(tmp / "entry"))
-        try:
-            (tmp / "entry").rename(folder)
-        except OSError:
-            if not (folder / "dataset_dict.json").is_file():
-                raise
-            log.info("another run cached the same tokenized splits first; using theirs")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        tokens.save_to_disk(str(staging))
     return load_from_disk(str(folder))  # memory-mapped, the same object a cached run gets
 
 

@@ -66,8 +66,8 @@ def test_a_run_that_finishes_caching_second_keeps_the_first_ones_entry(tmp_path,
     real_save = DatasetDict.save_to_disk
 
     def save_while_another_run_finishes_first(self, path, **kwargs):
-        real_save(self, path, **kwargs)  # ours, in a temporary folder: the entry's name and more
-        temporary = Path(path).parent
+        real_save(self, path, **kwargs)  # ours, into a temporary folder: the entry's name and more
+        temporary = Path(path)
         entry = temporary.with_name(temporary.name.lstrip(".").split(".")[0])
         real_save(self, str(entry), **kwargs)  # theirs, complete, under the entry's name
         finished.append(entry.name)

@@ -30,13 +30,15 @@ def atomic_file(path: str | Path, mode: str = "w", **open_args) -> Iterator[IO]:
 
 
 @contextmanager
-def atomic_folder(path: str | Path) -> Iterator[Path]:
+def atomic_folder(path: str | Path, replace: bool = True) -> Iterator[Path]:
     """A temporary folder beside `path` to fill; when the block ends without an exception it takes
     `path`'s place.
 
     An existing folder at `path` is swapped out only then, and put back if the new one cannot be
     moved in: whatever happens, `path` is the old folder or the whole new one, never neither and
-    never a half-written one. Deciding whether an existing folder may be replaced is the caller's.
+    never a half-written one. Deciding whether an existing folder may be replaced is the caller's;
+    with `replace=False` one that appeared meanwhile (another process caching the same entry) is
+    kept, and ours dropped.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,7 +46,13 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
     try:
         yield staging
         if not path.exists():
-            os.rename(staging, path)
+            try:
+                os.rename(staging, path)
+                return
+            except OSError:
+                if not path.exists():  # not a folder that won the race: a real failure
+                    raise
+        if not replace:
             return
         old = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.old")
         os.rename(path, old)

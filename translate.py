@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator, TextIO
 
 from inference.api import ENGINES, load_translator
-from inference.ct2_translator import CTranslate2Translator
+from inference.contract import Translating
 from inference.translator import Translator
 from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
 from utils.device import pick_device
@@ -166,7 +166,7 @@ def output_file(path: Path | None) -> Iterator[TextIO]:
         yield out
 
 
-def translate_chunk(translator: Translator | CTranslate2Translator, chunk: list[str], first: int,
+def translate_chunk(translator: Translating, chunk: list[str], first: int,
                     args: argparse.Namespace, out: TextIO) -> None:
     """Translate and write one chunk of lines; `first` is the number of its first line."""
     nbest = translator.translate_nbest(chunk, args.n_best)

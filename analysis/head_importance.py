@@ -12,7 +12,6 @@ loss increase first) masked together, more and more of them, with the loss and B
 point. A masked head's weights are multiplied by 0 before they mix the values
 (`Transformer.mask_heads`), so the head's output is exactly zero.
 """
-import contextlib
 import math
 from pathlib import Path
 from typing import Callable
@@ -21,12 +20,11 @@ import torch
 from omegaconf import OmegaConf
 from torch import Tensor
 
-from data import DataConfig, PreparedData
+from data import DataConfig, token_batches
 from data.prepare import load_text, tokenize_splits
 from inference.checkpoint import load_for_inference
+from inference.measure import loss_and_greedy_bleu
 from model import Transformer
-from training.config import TrainConfig
-from training.validation import Validation
 from utils.errors import UserError
 
 # (validation loss, greedy validation BLEU) of the model as it is at the call
@@ -113,7 +111,7 @@ def log_head_importance(writer, result: dict, step: int) -> None:
 
 
 def checkpoint_importance(checkpoint: str | Path, data_dir: str | None, sentences: int | None,
-                          device: torch.device, cache_dir: str = DataConfig.cache_dir) -> dict:
+                          device: torch.device, cache_dir: str = DataConfig.cache_dir, max_tokens: int = 4096) -> dict:
     """Head importance of a trained checkpoint on the validation set its run used: the same
     language pair and number of sentences (data.max_eval_examples), from `data_dir` if given,
     else from where the run read it."""
@@ -121,6 +119,7 @@ def checkpoint_importance(checkpoint: str | Path, data_dir: str | None, sentence
     if "config" not in meta:
         raise UserError(f"{checkpoint}: the checkpoint does not hold its run's configuration (not saved by train.py?)")
     text = load_text(OmegaConf.create(meta["config"]).data, ["val"], data_dir)
-    data = PreparedData(tokenizer, text, tokenize_splits(text, tokenizer, Path(cache_dir)))
-    validation = Validation(model, data, TrainConfig(attention_probes=0), None, device, contextlib.nullcontext)
-    return head_importance(model, lambda: validation.measure(sentences))
+    pairs = tokenize_splits(text, tokenizer, Path(cache_dir))["val"]
+    loader = token_batches(pairs, model.cfg.max_len, max_tokens, shuffle=False)  # max_tokens: training's default
+    return head_importance(model, lambda: loss_and_greedy_bleu(model, tokenizer, loader, text["val"], device,
+                                                               sentences=sentences))

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
 from inference.scoring import score_translations  # noqa: E402
 from inference.translator import Translator  # noqa: E402
+from inference.search_config import SearchConfig
 
 
 def main() -> None:
@@ -35,14 +36,14 @@ def main() -> None:
     model, tokenizer, meta, text = checkpoint_and_split(args.checkpoint, args.split, args.sentences)
     sources, references = list(text["src"]), list(text["tgt"])
 
-    greedy = Translator(model, tokenizer, beam_size=1)
+    greedy = Translator(model, tokenizer, SearchConfig(beam_size=1))
     greedy_bleu = score_translations(greedy.translate(sources), references).bleu
     greedy_hyps = [hyps[0] if hyps else None for hyps in greedy.last_hypotheses]
     rows = {"greedy": {"bleu": round(greedy_bleu, 2)}}
     print(f"{'greedy':<22} BLEU {greedy_bleu:6.2f}", flush=True)
     for beam in (int(b) for b in args.beams.split(",") if int(b) > 1):
         for penalty in (float(p) for p in args.penalties.split(",")):
-            translator = Translator(model, tokenizer, beam_size=beam, length_penalty=penalty)
+            translator = Translator(model, tokenizer, SearchConfig(beam_size=beam, length_penalty=penalty))
             start = time.perf_counter()
             outputs = translator.translate(sources)
             seconds = time.perf_counter() - start

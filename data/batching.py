@@ -1,13 +1,20 @@
-"""Length-bucketed batches bounded by a token budget, and padding them into tensors."""
+"""Length-bucketed batches bounded by a token budget, padding them into tensors, and the
+loader of a tokenized split that joins the two."""
+import logging
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+import numpy as np
 import torch
+from datasets import Dataset
 from torch import Tensor
-from torch.utils.data import Sampler
+from torch.utils.data import DataLoader, Sampler
 
+from data.columns import list_lengths
 from data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from utils.errors import UserError
+
+log = logging.getLogger(__name__)
 
 
 class TokenBucketSampler(Sampler[list[int]]):
@@ -118,3 +125,17 @@ def collate(examples: Sequence[dict]) -> Batch:
     tgt_in = pad([[BOS_ID, *ex["tgt_ids"]] for ex in examples])
     tgt_out = pad([[*ex["tgt_ids"], EOS_ID] for ex in examples])
     return Batch(src, tgt_in, tgt_out, src != PAD_ID, tgt_out != PAD_ID)
+
+
+def token_batches(dataset: Dataset, max_len: int, max_tokens: int, quiet: bool = False, **sampler_args) -> DataLoader:
+    """The pairs the model can take whole (source, and target plus bos/eos, within max_len), in
+    length-bucketed batches of up to max_tokens (TokenBucketSampler, given `sampler_args`)."""
+    src_lengths, tgt_lengths = list_lengths(dataset, "src_ids"), list_lengths(dataset, "tgt_ids")  # (N,) each
+    fits = (src_lengths > 0) & (src_lengths <= max_len) & (tgt_lengths > 0) & (tgt_lengths + 1 <= max_len)
+    keep = np.flatnonzero(fits)
+    if len(keep) < len(dataset) and not quiet:
+        log.info("skipping %d pairs longer than %d pieces (or empty)", len(dataset) - len(keep), max_len)
+    sampler = TokenBucketSampler(src_lengths[keep], tgt_lengths[keep], max_tokens, **sampler_args)
+    # Its own generator: each iter(DataLoader) draws a seed, and drawing it from the global
+    # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
+    return DataLoader(dataset.select(keep), batch_sampler=sampler, collate_fn=collate, generator=torch.Generator())

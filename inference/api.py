@@ -9,16 +9,19 @@ to translate in a few lines, without the command line.
     translator.attention(["Ein Hund rennt."])[0].maps["cross"]  # per layer: (heads, target, source)
     load_translator("exports/de-en").translate(["Ein Hund rennt."])  # through CTranslate2
 
-Both engines take the search settings of Translator (beam_size, length_penalty, max_len_ratio,
-max_len_extra, batch_size) and translate alike: blank in, empty out; one line per translation.
+Both engines take the search settings of inference/search_config.py (beam_size, length_penalty,
+max_len_ratio, max_len_extra, batch_size) and translate alike (inference/contract.py): blank in,
+empty out; one line per translation.
 """
 from pathlib import Path
 
 import torch
 
 from inference.checkpoint import load_for_inference
+from inference.contract import Translating
 from inference.ct2_translator import CTranslate2Translator, is_export
 from inference.quantize import quantize_int8
+from inference.search_config import SearchConfig
 from inference.translator import Translator
 from utils.device import cpu_description, native_bf16
 from utils.errors import UserError
@@ -27,24 +30,27 @@ ENGINES = ("auto", "minitrans", "ctranslate2")
 
 
 def load_translator(path: str | Path, engine: str = "auto", device: str | torch.device = "cpu",
-                    compute_type: str = "default", threads: int = 0,
-                    **search) -> Translator | CTranslate2Translator:
+                    compute_type: str = "default", threads: int = 0, **search) -> Translating:
     """A translator for `path`: with engine "minitrans" this project's PyTorch decoder on a
     checkpoint (file, or run folder: its best.pt); with "ctranslate2" CTranslate2 on a directory
     written by export.py; "auto" picks by what `path` is. `compute_type` "int8" gives either
     engine int8 weights (ours: inference/quantize.py; CTranslate2 quantizes a float32 export as it
     loads); "bfloat16" runs ours under bf16 autocast where the hardware has bf16; "default" the
-    weights as saved. `threads` 0: the engine's choice."""
+    weights as saved. `threads` 0: the engine's choice; `search`: SearchConfig's settings."""
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r}: choose {', '.join(ENGINES)}")
     if search.get("beam_size") == 1 and "length_penalty" in search:
         raise UserError("the length penalty is read by beam search only: greedy search (beam size 1) ranks nothing; "
                         "give a beam size above 1")
+    try:
+        settings = SearchConfig(**search)
+    except TypeError as e:  # a setting SearchConfig does not have
+        raise UserError(f"unknown search setting: {e}") from None
     exported = is_export(path)
     if engine == "ctranslate2" or (engine == "auto" and exported):
         device = torch.device(device)  # CTranslate2 names the kind ("cpu", "cuda") and the index apart
-        return CTranslate2Translator(path, device=device.type, device_index=device.index or 0,
-                                     compute_type=compute_type, threads=threads, **search)
+        return CTranslate2Translator(path, settings, device=device.type, device_index=device.index or 0,
+                                     compute_type=compute_type, threads=threads)
     if exported:
         raise UserError(f"{path} is a CTranslate2 export: translate it with the ctranslate2 engine")
     if compute_type not in ("default", "float32", "int8", "bfloat16"):
@@ -61,4 +67,4 @@ def load_translator(path: str | Path, engine: str = "auto", device: str | torch.
     model, tokenizer, _ = load_for_inference(path, device)
     if compute_type == "int8":
         model = quantize_int8(model)
-    return Translator(model, tokenizer, bf16=compute_type == "bfloat16", **search)
+    return Translator(model, tokenizer, settings, bf16=compute_type == "bfloat16")

@@ -1,6 +1,6 @@
 """Translating with an exported CTranslate2 directory (inference/ct2_export.py), under the same
-contract as translator.Translator: blank input gives an empty line, a translation never spans
-lines, n-best with scores, overlong sources truncated with a count.
+contract as translator.Translator (inference/contract.py): blank input gives an empty line, a
+translation never spans lines, n-best with scores, overlong sources truncated with a count.
 
 The search is CTranslate2's own beam search (greedy at beam 1), told what ours does: the same
 beam size and length penalty (score = log_prob / length ** alpha), no <unk>, <pad> or <s>
@@ -16,7 +16,8 @@ import torch
 
 from data import Tokenizer
 from inference.ct2_export import MANIFEST
-from inference.translator import check_length_limits, one_line
+from inference.contract import length_sorted_batches, one_line, source_ids
+from inference.search_config import SearchConfig
 from model.search import length_limits
 from utils.errors import UserError
 
@@ -26,12 +27,11 @@ def is_export(path: str | Path) -> bool:
 
 
 class CTranslate2Translator:
-    """Translates batches of sentences with CTranslate2 (see Translator for the arguments);
-    `device` is "cpu" or "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's
-    (default: the weights' own type; int8 quantizes on load)."""
+    """Translates batches of sentences with CTranslate2, searching as `search` says; `device` is
+    "cpu" or "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's (default:
+    the weights' own type; int8 quantizes on load)."""
 
-    def __init__(self, folder: str | Path, beam_size: int = 5, length_penalty: float = 1.0,
-                 max_len_ratio: float = 1.5, max_len_extra: int = 10, batch_size: int = 64, device: str = "cpu",
+    def __init__(self, folder: str | Path, search: SearchConfig = SearchConfig(), device: str = "cpu",
                  device_index: int = 0, compute_type: str = "default", threads: int = 0) -> None:
         try:
             import ctranslate2
@@ -49,31 +49,26 @@ class CTranslate2Translator:
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # RuntimeError: SentencePiece's
             raise UserError(f"{folder} is not a readable export ({type(e).__name__}: {one_line(str(e))[:200]}); "
                             "export it again with: python export.py -c RUN DIR --force") from None
-        check_length_limits(max_len_ratio, max_len_extra, self.max_len)
+        self.search = search.fits(self.max_len)
         try:
             self.engine = ctranslate2.Translator(str(folder), device=device, device_index=device_index,
                                                  compute_type=compute_type, intra_threads=threads)
         except Exception as e:  # noqa: BLE001 - a corrupt model.bin fails with RuntimeError, ValueError, IndexError...
             raise UserError(f"CTranslate2 cannot load {folder}: {one_line(str(e)) or type(e).__name__}") from None
-        self.beam_size, self.length_penalty = beam_size, length_penalty
-        self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra
-        self.batch_size = batch_size
         self.truncated = 0
 
     def _search(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[list[str], float]]]:
         """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
-        ids = self.tokenizer.encode_src([s.strip() for s in sentences])
-        self.truncated = sum(len(x) > self.max_len for x in ids)
-        sources = [[self.tokenizer.src.id_to_piece(i) for i in x[: self.max_len]] for x in ids]
+        ids, self.truncated = source_ids(self.tokenizer, sentences, self.max_len)
+        sources = [[self.tokenizer.src.id_to_piece(i) for i in x] for x in ids]
         results: list[list[tuple[list[str], float]]] = [[] for _ in sources]
-        order = sorted((i for i, pieces in enumerate(sources) if pieces), key=lambda i: len(sources[i]))
-        limits = length_limits(torch.tensor([len(pieces) for pieces in sources]), self.max_len_ratio,
-                               self.max_len_extra, self.max_len).tolist()  # ours, per sentence
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start: start + self.batch_size]
+        search = self.search
+        limits = length_limits(torch.tensor([len(pieces) for pieces in sources]), search.max_len_ratio,
+                               search.max_len_extra, self.max_len).tolist()  # ours, per sentence
+        for chunk in length_sorted_batches(sources, search.batch_size):
             found = self.engine.translate_batch(
-                [sources[i] for i in chunk], beam_size=self.beam_size, num_hypotheses=n_best,
-                length_penalty=self.length_penalty, max_decoding_length=limits[chunk[-1]], return_scores=True,
+                [sources[i] for i in chunk], beam_size=search.beam_size, num_hypotheses=n_best,
+                length_penalty=search.length_penalty, max_decoding_length=limits[chunk[-1]], return_scores=True,
                 disable_unk=True, suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]])
             for i, result in zip(chunk, found):
                 # the batch's limit is its longest source's: each output is cut to its own

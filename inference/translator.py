@@ -7,51 +7,28 @@ import torch
 from data import Tokenizer
 from data.batching import pad
 from inference.attention import SentenceAttention, collect_attention
+from inference.contract import length_sorted_batches, one_line, source_ids
+from inference.search_config import SearchConfig
 from model import Transformer
 from model.search import Hypothesis, beam_search, greedy_search, output_limits
-from utils.errors import UserError
 
 log = logging.getLogger(__name__)
 
 
-def check_length_limits(max_len_ratio: float, max_len_extra: int, max_len: int) -> None:
-    """The output length limit (ratio * source pieces + extra, model/search.py) must be a number
-    of positions the model has: a UserError in one line otherwise."""
-    if not 0 <= max_len_ratio <= max_len:  # also refuses inf and nan
-        raise UserError(f"the maximum length ratio must be a number from 0 to {max_len} (the model's positions), "
-                        f"not {max_len_ratio}")
-    if not 0 <= max_len_extra <= max_len:
-        raise UserError(f"the maximum extra length must be from 0 to {max_len} pieces (the model's positions), "
-                        f"not {max_len_extra}")
-
-
-def one_line(text: str) -> str:
-    """A decoded translation as one line: a line break it decodes to (a byte-fallback <0x0A>,
-    U+2028, ...) becomes a space, so that a translation never spans lines."""
-    return " ".join(text.splitlines())
-
-
 class Translator:
-    """Translates batches of sentences with a trained model.
+    """Translates batches of sentences with a trained model (the `Translating` interface of
+    inference/contract.py), searching as `search` says.
 
     Args:
-        beam_size: 1 is greedy search.
-        max_len_ratio, max_len_extra: an output stops after ratio * its source's length + extra
-            pieces.
-        batch_size: sentences decoded together (sorted by length, so batches pad little).
         use_cache: decode on the key/value cache (False only to measure or check it).
         bf16: decode under bf16 autocast (the matmuls in bfloat16, scores still in float32):
             faster where the hardware has bf16 (utils/device.native_bf16), emulated elsewhere.
     """
 
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, beam_size: int = 5,
-                 length_penalty: float = 1.0, max_len_ratio: float = 1.5, max_len_extra: int = 10,
-                 batch_size: int = 64, use_cache: bool = True, bf16: bool = False) -> None:
-        check_length_limits(max_len_ratio, max_len_extra, model.cfg.max_len)
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, search: SearchConfig = SearchConfig(),
+                 use_cache: bool = True, bf16: bool = False) -> None:
+        self.search = search.fits(model.cfg.max_len)
         self.model, self.tokenizer = model, tokenizer
-        self.beam_size, self.length_penalty = beam_size, length_penalty
-        self.max_len_ratio, self.max_len_extra = max_len_ratio, max_len_extra
-        self.batch_size = batch_size
         self.use_cache = use_cache  # False re-runs the decoder over the prefix (benchmarks, checks)
         self.bf16 = bf16
         self.truncated = 0  # sources cut to the model's max_len by the last call
@@ -68,28 +45,25 @@ class Translator:
 
     def source_ids(self, sentences: Sequence[str]) -> list[list[int]]:
         """Source piece ids, cut to the model's max_len (counted in `truncated`, with a warning)."""
-        limit = self.max_len
-        ids = self.tokenizer.encode_src(sentences)
-        self.truncated = sum(len(x) > limit for x in ids)
+        ids, self.truncated = source_ids(self.tokenizer, sentences, self.max_len)
         if self.truncated:
             log.warning("%d source sentence(s) longer than the model's %d pieces were truncated",
-                        self.truncated, limit)
-        return [x[:limit] for x in ids]
+                        self.truncated, self.max_len)
+        return ids
 
     @torch.no_grad()
-    def search(self, src_ids: Sequence[list[int]], n_best: int = 1) -> list[list[Hypothesis]]:
+    def find(self, src_ids: Sequence[list[int]], n_best: int = 1) -> list[list[Hypothesis]]:
         """The n_best hypotheses of each source id list, best first; an empty source gets none."""
         results: list[list[Hypothesis]] = [[] for _ in src_ids]
-        order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
+        search = self.search
         with self.model.evaluating(), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start: start + self.batch_size]
+            for chunk in length_sorted_batches(src_ids, search.batch_size):
                 src = pad([src_ids[i] for i in chunk]).to(self.device)
-                max_len = output_limits(self.model, src, self.max_len_ratio, self.max_len_extra)  # (B,)
-                if self.beam_size == 1:
+                max_len = output_limits(self.model, src, search.max_len_ratio, search.max_len_extra)  # (B,)
+                if search.beam_size == 1:
                     found = [[h] for h in greedy_search(self.model, src, max_len, self.use_cache)]
                 else:
-                    found = beam_search(self.model, src, self.beam_size, max_len, self.length_penalty, n_best,
+                    found = beam_search(self.model, src, search.beam_size, max_len, search.length_penalty, n_best,
                                         self.use_cache)
                 for i, hypotheses in zip(chunk, found):
                     results[i] = hypotheses
@@ -98,7 +72,7 @@ class Translator:
 
     def translate_ids(self, src_ids: Sequence[list[int]]) -> list[list[int]]:
         """Target ids (no bos/eos) of the best hypothesis for each source; [] for an empty one."""
-        return [hyps[0].tokens if hyps else [] for hyps in self.search(src_ids)]
+        return [hyps[0].tokens if hyps else [] for hyps in self.find(src_ids)]
 
     def decode(self, ids: list[list[int]]) -> list[str]:
         """Target ids -> one line of text each (`one_line`)."""
@@ -106,11 +80,11 @@ class Translator:
 
     def translate(self, sentences: Sequence[str]) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string."""
-        return self.decode(self.translate_ids(self.source_ids([s.strip() for s in sentences])))
+        return self.decode(self.translate_ids(self.source_ids(sentences)))
 
     def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
         """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
-        found = self.search(self.source_ids([s.strip() for s in sentences]), n_best)
+        found = self.find(self.source_ids(sentences), n_best)
         return [list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else []
                 for hyps in found]
 
@@ -121,7 +95,7 @@ class Translator:
         `inside` also the values inside each attention; None for a sentence without source
         pieces (blank, or normalised away)."""
         if found is None:
-            found = self.search(self.source_ids([s.strip() for s in sentences]))
+            found = self.find(self.source_ids(sentences))
         rows = [i for i, hyps in enumerate(found) if hyps]
         maps = collect_attention(self.model, self.tokenizer, [sentences[i].strip() for i in rows],
                                  [found[i][0].tokens for i in rows], inside=inside)

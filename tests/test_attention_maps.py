@@ -8,6 +8,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from inference.checkpoint import load_for_inference
 from inference.translator import Translator
+from inference.search_config import SearchConfig
 from inference.attention import collect_attention
 from viz.attention import attention_figure, save_pngs, tag
 from viz.kinds import KINDS, axis_labels
@@ -38,7 +39,7 @@ def probe_maps(ci_run):
     model, tokenizer, _ = load_for_inference(ci_run)
     # lengths differ on purpose: the batch that produces the maps is padded
     sentences = ["Ein Hund.", "Zwei junge Männer spielen im Park mit einem roten Ball und lachen laut."]
-    translator = Translator(model, tokenizer, beam_size=1)
+    translator = Translator(model, tokenizer, SearchConfig(beam_size=1))
     translations = translator.translate_ids(translator.source_ids(sentences))
     return model, collect_attention(model, tokenizer, sentences, translations, ["A dog.", "Two men."])
 

@@ -12,6 +12,8 @@ from data.batching import pad
 from inference import load_translator
 from inference.ct2_export import export_ctranslate2
 from inference.ct2_translator import CTranslate2Translator
+from inference.contract import Translating
+from inference.search_config import SearchConfig
 from inference.translator import Translator
 from utils.errors import UserError
 
@@ -63,18 +65,18 @@ def exported(ci_run, tmp_path_factory):
 def test_greedy_and_beam_translations_match_ours(exported, trained, multi30k):
     model, tokenizer = trained
     sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
-    ours = Translator(model, tokenizer, beam_size=1).translate(sources)
-    theirs = CTranslate2Translator(exported / "float32", beam_size=1).translate(sources)
+    ours = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
+    theirs = CTranslate2Translator(exported / "float32", SearchConfig(beam_size=1)).translate(sources)
     assert sum(a == b for a, b in zip(ours, theirs)) >= 98  # float rounding may flip a near tie
-    beam_ours = Translator(model, tokenizer, beam_size=5).translate_nbest(sources[:30], 2)
-    beam_theirs = CTranslate2Translator(exported / "float32", beam_size=5).translate_nbest(sources[:30], 2)
+    beam_ours = Translator(model, tokenizer, SearchConfig(beam_size=5)).translate_nbest(sources[:30], 2)
+    beam_theirs = CTranslate2Translator(exported / "float32", SearchConfig(beam_size=5)).translate_nbest(sources[:30], 2)
     assert sum(a[0][0] == b[0][0] for a, b in zip(beam_ours, beam_theirs)) >= 28
     # int8 weights: close, not equal. Compared as the log-probabilities each engine gives the same
     # translations (ours), not as outputs: this tiny model's greedy outputs hang on near ties,
     # which int8's rounding tips one way or the other (on AVX2 without VNNI, CTranslate2's int8
     # products are coarser still: 0.06 nats a piece measured on an AMD EPYC Zen 3).
     ids = [tokenizer.encode_src([s])[0] for s in sources]
-    outputs = Translator(model, tokenizer, beam_size=1).translate_ids(ids)
+    outputs = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate_ids(ids)
     pieces = ([tokenizer.src_pieces(s) for s in ids], [tokenizer.tgt_pieces(t) for t in outputs])
     float32, int8 = (torch.tensor([sum(r.log_probs) / len(r.log_probs) for r in
                                    ctranslate2.Translator(str(exported / name)).score_batch(*pieces)])
@@ -120,7 +122,7 @@ def test_translate_py_through_the_export_keeps_its_contract(exported, tmp_path):
     out = run_script("translate.py", "-c", exported / "float32", "--greedy", input="\n".join(lines) + "\n").stdout
     rows = out.split("\n")
     assert len(rows) == 4 and rows[1] == "" and rows[0] and rows[2]
-    assert rows[:3] == CTranslate2Translator(exported / "float32", beam_size=1).translate(lines)
+    assert rows[:3] == CTranslate2Translator(exported / "float32", SearchConfig(beam_size=1)).translate(lines)
     nbest = run_script("translate.py", "-c", exported / "float32", "-n", "2", SENTENCES[0]).stdout.splitlines()
     assert [row.split("\t")[0] for row in nbest] == ["1", "1"]
     assert float(nbest[0].split("\t")[1]) >= float(nbest[1].split("\t")[1])
@@ -131,7 +133,8 @@ def test_translate_py_through_the_export_keeps_its_contract(exported, tmp_path):
 def test_the_python_api(ci_run, exported, trained):
     model, tokenizer = trained
     translator = load_translator(ci_run, beam_size=2)
-    assert translator.translate(SENTENCES[:2]) == Translator(model, tokenizer, beam_size=2).translate(SENTENCES[:2])
+    ours = Translator(model, tokenizer, SearchConfig(beam_size=2))
+    assert translator.translate(SENTENCES[:2]) == ours.translate(SENTENCES[:2])
     (first, second), = translator.translate_nbest(SENTENCES[:1], 2)
     assert first[1] >= second[1] and first[0] != second[0]
     attention = translator.attention([SENTENCES[0], ""])
@@ -139,8 +142,8 @@ def test_the_python_api(ci_run, exported, trained):
     rows = attention[0].maps["cross"][-1].sum(-1)  # (H, T): each query's weights over the source
     torch.testing.assert_close(rows, torch.ones_like(rows))
     via_export = load_translator(exported / "float32", beam_size=1)
-    assert isinstance(via_export, CTranslate2Translator)
-    assert via_export.translate(SENTENCES[:2]) == CTranslate2Translator(exported / "float32", beam_size=1) \
+    assert isinstance(via_export, CTranslate2Translator) and isinstance(via_export, Translating)  # one interface
+    assert via_export.translate(SENTENCES[:2]) == CTranslate2Translator(exported / "float32", SearchConfig(beam_size=1)) \
         .translate(SENTENCES[:2])
     with pytest.raises(UserError, match="is a CTranslate2 export"):
         load_translator(exported / "float32", engine="minitrans")

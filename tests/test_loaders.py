@@ -4,14 +4,15 @@ import logging
 import pytest
 
 from data import PAD_ID
-from training.loaders import TrainingBatches, token_batches
+from data import token_batches
+from training.loaders import TrainingBatches
 
 
 def test_pairs_the_model_cannot_take_are_skipped_and_said(toy, caplog):
     train = toy.tokens["train"]
     max_len = sorted(len(ids) for ids in train["src_ids"])[len(train) // 2]  # about half are longer
     too_long = sum(len(s) > max_len or len(t) + 1 > max_len for s, t in zip(train["src_ids"], train["tgt_ids"]))
-    with caplog.at_level(logging.INFO, logger="train"):
+    with caplog.at_level(logging.INFO, logger="data.batching"):
         loader = token_batches(train, max_len, max_tokens=256)
     assert 0 < too_long < len(train) and len(loader.dataset) == len(train) - too_long
     assert f"skipping {too_long} pairs longer than {max_len} pieces" in caplog.text

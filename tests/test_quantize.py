@@ -11,6 +11,7 @@ import inference.api
 from inference import load_translator
 from inference.quantize import quantize_int8
 from inference.translator import Translator
+from inference.search_config import SearchConfig
 from utils.errors import UserError
 
 
@@ -34,10 +35,10 @@ def test_int8_translates_nearly_as_fp32_and_leaves_the_model_alone(ci_run, train
     # outputs, which for this tiny model hang on near ties that int8's rounding tips either way
     # (61 of 100 greedy outputs equal on an AMD EPYC Zen 3 at 0.006 nats a piece apart)
     ids = tokenizer.encode_src(sources)
-    outputs = Translator(model, tokenizer, beam_size=1).translate_ids(ids)
+    outputs = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate_ids(ids)
     fp32, quantized_lp = (torch.stack([mean_log_prob(m, s, t) for s, t in zip(ids, outputs)]) for m in (model, int8))
     assert 0 < (fp32 - quantized_lp).abs().mean() < 0.02 and (fp32 - quantized_lp).abs().max() < 0.1
-    quantized = Translator(int8, tokenizer, beam_size=1).translate(sources)
+    quantized = Translator(int8, tokenizer, SearchConfig(beam_size=1)).translate(sources)
     # the same sentences in the same batches: the same translations (activations are quantized
     # with one scale per batch, so other batch-mates may change a translation slightly)
     assert load_translator(ci_run, compute_type="int8", beam_size=1).translate(sources) == quantized
@@ -48,8 +49,8 @@ def test_int8_translates_nearly_as_fp32_and_leaves_the_model_alone(ci_run, train
 def test_bfloat16_where_native_and_refused_where_emulated(ci_run, trained, multi30k, monkeypatch):
     model, tokenizer = trained
     sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
-    fp32 = Translator(model, tokenizer, beam_size=1).translate(sources)
-    bf16 = Translator(model, tokenizer, beam_size=1, bf16=True).translate(sources)  # correct anywhere, if slow
+    fp32 = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
+    bf16 = Translator(model, tokenizer, SearchConfig(beam_size=1), bf16=True).translate(sources)  # correct anywhere, if slow
     assert sum(a == b for a, b in zip(fp32, bf16)) >= 70
     monkeypatch.setattr(inference.api, "native_bf16", lambda device: False)
     with pytest.raises(UserError, match="bfloat16 is not native on this CPU"):

@@ -2,6 +2,7 @@
 import subprocess
 
 from inference.translator import Translator
+from inference.search_config import SearchConfig
 
 from helpers import SENTENCES, run_script, start_script
 from helpers.commands import command
@@ -29,7 +30,7 @@ def test_greedy_option_and_n_best_format(ci_run, trained, multi30k):
     model, tokenizer = trained
     sources = list(multi30k.text["val"]["src"][:40])
     greedy = translate("-c", ci_run, "--greedy", "-b", "5", *sources).stdout.decode().splitlines()
-    assert greedy == Translator(model, tokenizer, beam_size=1).translate(sources)
+    assert greedy == Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
     assert greedy != translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines()
     rows = [line.split("\t") for line in translate("-c", ci_run, "-n", "3", *SENTENCES[:2]).stdout.decode().splitlines()]
     assert [r[0] for r in rows] == ["1", "1", "1", "2", "2", "2"]

@@ -5,6 +5,7 @@ import torch
 
 from data.batching import pad
 from inference.translator import Translator
+from inference.search_config import SearchConfig
 from model.search import beam_search, greedy_search
 
 from helpers import SENTENCES
@@ -54,7 +55,7 @@ def test_cached_decoding_gives_the_same_output_as_uncached(trained, test_sources
 
 def test_order_is_restored_after_length_sorting(trained):
     model, tokenizer = trained
-    translator = Translator(model, tokenizer, beam_size=3, batch_size=2)
+    translator = Translator(model, tokenizer, SearchConfig(beam_size=3, batch_size=2))
     together = translator.translate(SENTENCES)
     one_by_one = [translator.translate([s])[0] for s in SENTENCES]
     assert together == one_by_one
@@ -65,7 +66,7 @@ def test_order_is_restored_after_length_sorting(trained):
 def test_a_translation_does_not_depend_on_its_batch_mates(trained, beam_size):
     """Tight limits (0.3 x source pieces) bind; a long batch-mate must not loosen them."""
     model, tokenizer = trained
-    translator = Translator(model, tokenizer, beam_size=beam_size, max_len_ratio=0.3, max_len_extra=0)
+    translator = Translator(model, tokenizer, SearchConfig(beam_size=beam_size, max_len_ratio=0.3, max_len_extra=0))
     short, long = SENTENCES[1], " ".join([SENTENCES[2]] * 3)
     alone = translator.translate_ids(translator.source_ids([short]))[0]
     assert len(alone) == int(0.3 * len(translator.source_ids([short])[0]))  # the limit was reached
@@ -78,7 +79,7 @@ def test_length_options_change_outputs_as_documented(trained, multi30k):
     sources = list(multi30k.text["val"]["src"][:30])
 
     def lengths(**options) -> list[int]:
-        translator = Translator(model, tokenizer, beam_size=4, **options)
+        translator = Translator(model, tokenizer, SearchConfig(beam_size=4, **options))
         return [len(ids) for ids in translator.translate_ids(translator.source_ids(sources))]
 
     capped = lengths(max_len_ratio=0.0, max_len_extra=3)
@@ -88,8 +89,8 @@ def test_length_options_change_outputs_as_documented(trained, multi30k):
 
 def test_n_best_hypotheses_are_distinct(trained):
     model, tokenizer = trained
-    translator = Translator(model, tokenizer, beam_size=4)
-    for hyps in translator.search(translator.source_ids(SENTENCES), n_best=4):
+    translator = Translator(model, tokenizer, SearchConfig(beam_size=4))
+    for hyps in translator.find(translator.source_ids(SENTENCES), n_best=4):
         assert len(hyps) == 4 and len({tuple(h.tokens) for h in hyps}) == 4
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
 
@@ -110,12 +111,12 @@ def test_evaluation_helpers_give_back_training_mode(trained, multi30k):
     from torch.utils.data import DataLoader
 
     from data import TokenBucketSampler, collate
-    from training.validation import validation_loss
     from inference.attention import collect_attention
+    from inference.measure import teacher_forced_loss
 
     model, tokenizer = trained
     model.train()
-    translator = Translator(model, tokenizer, beam_size=2)
+    translator = Translator(model, tokenizer, SearchConfig(beam_size=2))
     translator.translate(SENTENCES[:2])
     assert model.training
     collect_attention(model, tokenizer, SENTENCES[:2], translator.translate_ids(translator.source_ids(SENTENCES[:2])))
@@ -125,6 +126,6 @@ def test_evaluation_helpers_give_back_training_mode(trained, multi30k):
            for s, t in zip(tokenizer.encode_src(text["src"]), tokenizer.encode_tgt(text["tgt"]))]
     loader = DataLoader(val, collate_fn=collate, batch_sampler=TokenBucketSampler(
         [len(x["src_ids"]) for x in val], [len(x["tgt_ids"]) for x in val], 4096, shuffle=False))
-    validation_loss(model, loader, torch.device("cpu"), lambda: torch.autocast("cpu", enabled=False))
+    teacher_forced_loss(model, loader, torch.device("cpu"), lambda: torch.autocast("cpu", enabled=False))
     assert model.training
     model.eval()

@@ -1,30 +1,9 @@
 """How training data reaches the loop: pairs the model can take, and batches across epochs."""
-import logging
 from typing import Iterator
 
-import numpy as np
-import torch
-from datasets import Dataset
 from torch.utils.data import DataLoader
 
-from data import Batch, PreparedData, SampledPairs, TokenBucketSampler, collate
-from data.columns import list_lengths
-
-log = logging.getLogger("train")
-
-
-def token_batches(dataset: Dataset, max_len: int, max_tokens: int, quiet: bool = False, **sampler_args) -> DataLoader:
-    """The pairs the model can take whole (source, and target plus bos/eos, within max_len), in
-    length-bucketed batches of up to max_tokens (TokenBucketSampler, given `sampler_args`)."""
-    src_lengths, tgt_lengths = list_lengths(dataset, "src_ids"), list_lengths(dataset, "tgt_ids")  # (N,) each
-    fits = (src_lengths > 0) & (src_lengths <= max_len) & (tgt_lengths > 0) & (tgt_lengths + 1 <= max_len)
-    keep = np.flatnonzero(fits)
-    if len(keep) < len(dataset) and not quiet:
-        log.info("skipping %d pairs longer than %d pieces (or empty)", len(dataset) - len(keep), max_len)
-    sampler = TokenBucketSampler(src_lengths[keep], tgt_lengths[keep], max_tokens, **sampler_args)
-    # Its own generator: each iter(DataLoader) draws a seed, and drawing it from the global
-    # RNG would shift every dropout mask of a resumed run against an uninterrupted one.
-    return DataLoader(dataset.select(keep), batch_sampler=sampler, collate_fn=collate, generator=torch.Generator())
+from data import Batch, PreparedData, SampledPairs, TokenBucketSampler, token_batches
 
 
 class TrainingBatches:

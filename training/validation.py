@@ -1,22 +1,20 @@
 """What a run measures on the validation set while it trains, and the attention maps of its
 probe sentences: the numbers and pictures a learner watches in TensorBoard."""
 import logging
-import math
 import time
-from typing import Callable
 
 import torch
-from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
 from analysis.head_stats import HeadStatistics, log_head_statistics, scalar_layout
-from data import Batch, PreparedData
+from data import PreparedData, token_batches
 from inference.attention import collect_attention
+from inference.measure import Autocast, loss_and_greedy_bleu, teacher_forced_loss
 from inference.scoring import score_translations
 from inference.translator import Translator
-from model import AttentionMaps, Transformer
+from inference.search_config import SearchConfig
+from model import Transformer
 from training.config import TrainConfig
-from training.loaders import token_batches
 from utils.errors import UserError
 from viz.attention import log_to_tensorboard
 from viz.attention_store import write_step
@@ -24,34 +22,12 @@ from viz.attention_store import write_step
 log = logging.getLogger("train")
 
 
-@torch.no_grad()
-def validation_loss(model: Transformer, loader: DataLoader, device: torch.device, autocast,
-                    on_attention: Callable[[Batch, AttentionMaps], None] | None = None) -> tuple[float, float]:
-    """Mean negative log-likelihood per target token (no label smoothing) and perplexity.
-
-    `on_attention`, if given, receives each batch with the attention maps of its forward pass
-    (per-head statistics come from the same pass as the loss)."""
-    total_nll, total_tokens = 0.0, 0
-    with model.evaluating():
-        for batch in loader:
-            batch = batch.to(device)
-            with autocast():
-                _, summed_nll, attention = model(batch.src, batch.tgt_in, targets=batch.tgt_out,
-                                                 return_attention=on_attention is not None)
-            if on_attention is not None:
-                on_attention(batch, attention)
-            total_nll += summed_nll.item()
-            total_tokens += batch.n_tgt_tokens
-    nll = total_nll / max(total_tokens, 1)
-    return nll, math.exp(min(nll, 50.0))
-
-
 class Validation:
     """Validation loss, perplexity, per-head statistics, BLEU and samples (`run`), and the
     attention figures of a probe set fixed at the start (`attention`), all into `writer`."""
 
     def __init__(self, model: Transformer, data: PreparedData, cfg: TrainConfig, writer: SummaryWriter | None,
-                 device: torch.device, autocast) -> None:
+                 device: torch.device, autocast: Autocast) -> None:
         self.model, self.data, self.cfg, self.writer = model, data, cfg, writer
         self.device, self.autocast = device, autocast
         self.loader = token_batches(data.tokens["val"], model.cfg.max_len, cfg.max_tokens, shuffle=False)
@@ -82,12 +58,13 @@ class Validation:
         return probes + [(sentence, None) for sentence in cfg.attention_sentences]
 
     def translator(self, beam_size: int) -> Translator:
-        return Translator(self.model, self.data.tokenizer, beam_size=beam_size, length_penalty=self.cfg.length_penalty)
+        search = SearchConfig(beam_size=beam_size, length_penalty=self.cfg.length_penalty)
+        return Translator(self.model, self.data.tokenizer, search)
 
     def run(self, step: int) -> tuple[float, float, float, float]:
         """Measure and log at `step`: (loss, perplexity, BLEU, seconds spent logging head statistics)."""
         heads = HeadStatistics(self.data.tokenizer)
-        val_nll, val_ppl = validation_loss(self.model, self.loader, self.device, self.autocast, heads.add)
+        val_nll, val_ppl = teacher_forced_loss(self.model, self.loader, self.device, self.autocast, heads.add)
         started = time.time()
         log_head_statistics(self.writer, heads.result(), step)
         heads_seconds = time.time() - started
@@ -104,11 +81,8 @@ class Validation:
     def measure(self, sentences: int | None = None) -> tuple[float, float]:
         """(validation loss, greedy BLEU of the first `sentences` validation sentences, all if None),
         logging nothing: what head importance compares with heads masked and not."""
-        loss, _ = validation_loss(self.model, self.loader, self.device, self.autocast)
-        text = self.data.text["val"]
-        text = text.select(range(min(sentences, len(text)))) if sentences is not None else text
-        hyps = self.translator(beam_size=1).translate(list(text["src"]))
-        return loss, score_translations(hyps, list(text["tgt"])).bleu
+        return loss_and_greedy_bleu(self.model, self.data.tokenizer, self.loader, self.data.text["val"], self.device,
+                                    self.autocast, sentences)
 
     def attention(self, step: int) -> int:
         """Attention of the probe sentences (all kinds, layers and heads): figures in TensorBoard's

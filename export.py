@@ -8,6 +8,7 @@ The directory holds CTranslate2's model, the SentencePiece model(s) and a README
 (inference/ct2_export.py). It is written whole or not at all; an existing one is replaced only
 with --force, and only if it is an earlier export.
 """
+
 import argparse
 import json
 import shlex
@@ -22,12 +23,17 @@ from utils.cli import OneLineErrorParser, run_command
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-c", "--checkpoint", required=True,
-                        help="checkpoint file, or a run folder (uses its checkpoints/best.pt)")
+    parser.add_argument(
+        "-c", "--checkpoint", required=True, help="checkpoint file, or a run folder (uses its checkpoints/best.pt)"
+    )
     parser.add_argument("out", type=Path, help="the directory to write")
     parser.add_argument("--to", choices=["ctranslate2"], default="ctranslate2", help="the engine (ctranslate2)")
-    parser.add_argument("--quantize", choices=QUANTIZATIONS, default="float32",
-                        help="weight type on disk (default float32; int8 is about 4x smaller and faster on CPU)")
+    parser.add_argument(
+        "--quantize",
+        choices=QUANTIZATIONS,
+        default="float32",
+        help="weight type on disk (default float32; int8 is about 4x smaller and faster on CPU)",
+    )
     parser.add_argument("--force", action="store_true", help="replace an earlier export at OUT")
     return parser
 
@@ -37,12 +43,18 @@ def run(args: argparse.Namespace, command: str) -> None:
     model, tokenizer, meta = load_for_inference(path)
     results = None  # the run's test scores, for the model card: they are its best.pt's, as the run left it
     results_file = path.parent.parent / "results.json"
-    if (path.name == BEST and path.parent.name == CHECKPOINTS and results_file.is_file()
-            and results_file.stat().st_mtime >= path.stat().st_mtime):
+    if (
+        path.name == BEST
+        and path.parent.name == CHECKPOINTS
+        and results_file.is_file()
+        and results_file.stat().st_mtime >= path.stat().st_mtime
+    ):
         results = json.loads(results_file.read_text(encoding="utf-8"))
     out = export_ctranslate2(model, tokenizer, meta, args.out, args.quantize, args.force, results, command)
-    print(f"wrote {out} (CTranslate2, {args.quantize} weights, from {path}); translate with:\n"
-          f"  python translate.py -c {shlex.quote(str(out))} \"A sentence.\"")
+    print(
+        f"wrote {out} (CTranslate2, {args.quantize} weights, from {path}); translate with:\n"
+        f'  python translate.py -c {shlex.quote(str(out))} "A sentence."'
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

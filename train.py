@@ -7,6 +7,7 @@
 The work is `training.run.train(cfg, run_dir)`; this file is the Hydra entry point that turns
 user errors into one-line messages.
 """
+
 import os
 import shlex
 import sys
@@ -42,8 +43,9 @@ def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir, overrides = Path(hydra_cfg.runtime.output_dir), list(hydra_cfg.overrides.task)
     # only the settings given here are refused when unread: an experiment's are not the user's
-    status = run_command(lambda: train(to_run_config(cfg, overrides), run_dir),
-                         lambda: continue_command(overrides, run_dir))
+    status = run_command(
+        lambda: train(to_run_config(cfg, overrides), run_dir), lambda: continue_command(overrides, run_dir)
+    )
     if status:
         sys.exit(status)
 

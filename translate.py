@@ -9,13 +9,15 @@
 One output line per input line, in input order; an empty line stays empty. Typed at a
 terminal (or with --interactive), each line is translated as soon as it is entered.
 """
+
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from itertools import islice
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import TextIO
 
 from inference.api import ENGINES, load_translator
 from inference.contract import Translating
@@ -43,82 +45,138 @@ def head_specs(text: str) -> list[tuple[str, int, int]]:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         description="Translate sentences with a trained minitrans checkpoint or its CTranslate2 export. "
-                    "Sentences come from the arguments, else from -i FILE, else from standard input (one per "
-                    "line).",
+        "Sentences come from the arguments, else from -i FILE, else from standard input (one per "
+        "line).",
         epilog="A sentence longer than the model's maximum length is truncated, with a warning on "
-               "stderr. Exit status: 0 done, 1 a bad checkpoint or input, 2 a bad option.")
+        "stderr. Exit status: 0 done, 1 a bad checkpoint or input, 2 a bad option.",
+    )
     parser.add_argument("sentences", nargs="*", help="sentences to translate")
-    parser.add_argument("-c", "--checkpoint", required=True,
-                        help="checkpoint file, a run folder (uses its checkpoints/best.pt), or a CTranslate2 "
-                             "export (python export.py)")
-    parser.add_argument("--engine", choices=ENGINES, default="auto",
-                        help="minitrans: this project's PyTorch decoder, on a checkpoint; ctranslate2: "
-                             "CTranslate2, on an export; auto (default): by what -c is")
+    parser.add_argument(
+        "-c",
+        "--checkpoint",
+        required=True,
+        help="checkpoint file, a run folder (uses its checkpoints/best.pt), or a CTranslate2 export (python export.py)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="minitrans: this project's PyTorch decoder, on a checkpoint; ctranslate2: "
+        "CTranslate2, on an export; auto (default): by what -c is",
+    )
     parser.add_argument("-i", "--input", type=Path, help="read sentences from this file (UTF-8, one per line)")
     parser.add_argument("-o", "--output", type=Path, help="write translations to this file instead of stdout")
-    parser.add_argument("--interactive", action="store_true",
-                        help="translate each input line as soon as it is read (the default when standard "
-                             "input is a terminal; piped input is translated in chunks of 1000 lines)")
+    parser.add_argument(
+        "--interactive",
+        action="store_true",
+        help="translate each input line as soon as it is read (the default when standard "
+        "input is a terminal; piped input is translated in chunks of 1000 lines)",
+    )
     search = parser.add_argument_group("search")
     search.add_argument("-b", "--beam-size", type=positive_int, default=5, help="beam size (default 5)")
     search.add_argument("--greedy", action="store_true", help="greedy search (the same as --beam-size 1)")
-    search.add_argument("--length-penalty", type=non_negative_float,
-                        help="alpha in log_prob / length**alpha: 0 favours short outputs, 1 (default) "
-                             "ranks by log-probability per token; beam search only")
-    search.add_argument("--max-len-ratio", type=non_negative_float, default=1.5,
-                        help="outputs end after ratio * source pieces + --max-len-extra (default 1.5)")
+    search.add_argument(
+        "--length-penalty",
+        type=non_negative_float,
+        help="alpha in log_prob / length**alpha: 0 favours short outputs, 1 (default) "
+        "ranks by log-probability per token; beam search only",
+    )
+    search.add_argument(
+        "--max-len-ratio",
+        type=non_negative_float,
+        default=1.5,
+        help="outputs end after ratio * source pieces + --max-len-extra (default 1.5)",
+    )
     search.add_argument("--max-len-extra", type=non_negative_int, default=10, help="see --max-len-ratio (default 10)")
-    search.add_argument("-n", "--n-best", type=positive_int, default=1,
-                        help="print the N best translations of each sentence as 'LINE<TAB>SCORE<TAB>TEXT' "
-                             "(N <= beam size; LINE counts from 1)")
+    search.add_argument(
+        "-n",
+        "--n-best",
+        type=positive_int,
+        default=1,
+        help="print the N best translations of each sentence as 'LINE<TAB>SCORE<TAB>TEXT' "
+        "(N <= beam size; LINE counts from 1)",
+    )
     run = parser.add_argument_group("machine")
     run.add_argument("--batch-size", type=positive_int, default=64, help="sentences decoded together (default 64)")
     run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
     run.add_argument("--threads", type=positive_int, help="CPU threads (default: the engine's choice)")
-    run.add_argument("--compute-type", default="default",
-                     help="int8: int8 weights, faster on CPU (either engine, quantized as the model loads); "
-                          "bfloat16: the matmuls in bf16 (our engine, where the CPU or GPU has native bf16); "
-                          "float32; with the ctranslate2 engine any CTranslate2 compute type; default: the "
-                          "weights as saved")
+    run.add_argument(
+        "--compute-type",
+        default="default",
+        help="int8: int8 weights, faster on CPU (either engine, quantized as the model loads); "
+        "bfloat16: the matmuls in bf16 (our engine, where the CPU or GPU has native bf16); "
+        "float32; with the ctranslate2 engine any CTranslate2 compute type; default: the "
+        "weights as saved",
+    )
     show = parser.add_argument_group("attention")
-    show.add_argument("--attention", type=Path, metavar="DIR",
-                      help="write the attention figures of each sentence (encoder self, decoder self, "
-                           "cross; every layer, a panel per head) as PNG files into DIR")
-    show.add_argument("--mask-heads", type=head_specs, default=[], metavar="KIND:LAYER:HEAD[,...]",
-                      help="translate with these attention heads silenced (their weights times 0), to see "
-                           "what a head does; KIND is encoder_self, decoder_self or cross, layers and heads "
-                           "count from 1 as in the attention figures")
-    show.add_argument("--show-attention", action="store_true",
-                      help="print the last layer's cross-attention (mean of heads) of each sentence as a "
-                           "heatmap on stderr")
+    show.add_argument(
+        "--attention",
+        type=Path,
+        metavar="DIR",
+        help="write the attention figures of each sentence (encoder self, decoder self, "
+        "cross; every layer, a panel per head) as PNG files into DIR",
+    )
+    show.add_argument(
+        "--mask-heads",
+        type=head_specs,
+        default=[],
+        metavar="KIND:LAYER:HEAD[,...]",
+        help="translate with these attention heads silenced (their weights times 0), to see "
+        "what a head does; KIND is encoder_self, decoder_self or cross, layers and heads "
+        "count from 1 as in the attention figures",
+    )
+    show.add_argument(
+        "--show-attention",
+        action="store_true",
+        help="print the last layer's cross-attention (mean of heads) of each sentence as a heatmap on stderr",
+    )
     return parser
 
 
 def run(args: argparse.Namespace) -> None:
     if args.sentences and args.input:
         raise UserError("give sentences as arguments or with -i FILE, not both")
-    if args.input and args.output and args.output.exists() and args.input.exists() \
-            and os.path.samefile(args.input, args.output):
-        raise UserError(f"-i {args.input} and -o {args.output} are the same file: the translations would "
-                        "replace the sentences; write them to another file")
+    if (
+        args.input
+        and args.output
+        and args.output.exists()
+        and args.input.exists()
+        and os.path.samefile(args.input, args.output)
+    ):
+        raise UserError(
+            f"-i {args.input} and -o {args.output} are the same file: the translations would "
+            "replace the sentences; write them to another file"
+        )
     if args.attention is not None:  # made before translating: a bad folder fails at once, not after the work
         try:
             args.attention.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise UserError(f"--attention {args.attention}: cannot make the folder for the figures "
-                            f"({e.strerror or e}{'; it is a file' if args.attention.is_file() else ''})") from None
+            raise UserError(
+                f"--attention {args.attention}: cannot make the folder for the figures "
+                f"({e.strerror or e}{'; it is a file' if args.attention.is_file() else ''})"
+            ) from None
     beam_size = 1 if args.greedy else args.beam_size
     if args.n_best > beam_size:
         raise UserError(f"--n-best {args.n_best} is larger than the beam size {beam_size}")
     given = {"length_penalty": args.length_penalty} if args.length_penalty is not None else {}
-    translator = load_translator(args.checkpoint, args.engine, pick_device(args.device, "--device"),
-                                 compute_type=args.compute_type, threads=args.threads or 0, beam_size=beam_size,
-                                 max_len_ratio=args.max_len_ratio, max_len_extra=args.max_len_extra,
-                                 batch_size=args.batch_size, **given)
+    translator = load_translator(
+        args.checkpoint,
+        args.engine,
+        pick_device(args.device, "--device"),
+        compute_type=args.compute_type,
+        threads=args.threads or 0,
+        beam_size=beam_size,
+        max_len_ratio=args.max_len_ratio,
+        max_len_extra=args.max_len_extra,
+        batch_size=args.batch_size,
+        **given,
+    )
     if not isinstance(translator, Translator):
         if args.attention or args.show_attention or args.mask_heads:
-            raise UserError("--attention, --show-attention and --mask-heads need the minitrans engine and a "
-                            "checkpoint: CTranslate2 does not give every layer's attention")
+            raise UserError(
+                "--attention, --show-attention and --mask-heads need the minitrans engine and a "
+                "checkpoint: CTranslate2 does not give every layer's attention"
+            )
     else:
         try:
             translator.model.mask_heads(args.mask_heads)
@@ -159,15 +217,19 @@ def output_file(path: Path | None) -> Iterator[TextIO]:
         raise UserError(f"cannot write {path}: Is a directory")
     with ExitStack() as stack:
         try:
-            out = stack.enter_context(open(path, "w", encoding="utf-8") if path.exists() and not path.is_file()
-                                      else atomic_file(path, "w", encoding="utf-8"))
+            out = stack.enter_context(
+                open(path, "w", encoding="utf-8")
+                if path.exists() and not path.is_file()
+                else atomic_file(path, "w", encoding="utf-8")
+            )
         except OSError as e:
             raise UserError(f"cannot write {path}: {e.strerror}") from None
         yield out
 
 
-def translate_chunk(translator: Translating, chunk: list[str], first: int,
-                    args: argparse.Namespace, out: TextIO) -> None:
+def translate_chunk(
+    translator: Translating, chunk: list[str], first: int, args: argparse.Namespace, out: TextIO
+) -> None:
     """Translate and write one chunk of lines; `first` is the number of its first line."""
     nbest = translator.translate_nbest(chunk, args.n_best)
     for number, hypotheses in enumerate(nbest, start=first):
@@ -178,8 +240,11 @@ def translate_chunk(translator: Translating, chunk: list[str], first: int,
                 out.write(f"{number}\t{score:.4f}\t{text}\n")
     out.flush()
     if translator.truncated:
-        print(f"warning: {translator.truncated} sentence(s) longer than the model's "
-              f"{translator.max_len} pieces were truncated", file=sys.stderr)
+        print(
+            f"warning: {translator.truncated} sentence(s) longer than the model's "
+            f"{translator.max_len} pieces were truncated",
+            file=sys.stderr,
+        )
     if args.attention or args.show_attention:
         from viz.attention import save_pngs, terminal_heatmap  # matplotlib: start-up time plain translation skips
 

@@ -12,9 +12,10 @@ loss increase first) masked together, more and more of them, with the loss and B
 point. A masked head's weights are multiplied by 0 before they mix the values
 (`Transformer.mask_heads`), so the head's output is exactly zero.
 """
+
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from omegaconf import OmegaConf
@@ -53,8 +54,17 @@ def head_importance(model: Transformer, measure: Measure, points: int = 8) -> di
                 for head in range(1, model.cfg.n_heads + 1):
                     model.mask_heads([(kind, layer, head)])
                     loss, bleu = measure()
-                    rows.append({"kind": kind, "layer": layer, "head": head, "loss": loss, "bleu": bleu,
-                                 "loss_increase": loss - base_loss, "bleu_drop": base_bleu - bleu})
+                    rows.append(
+                        {
+                            "kind": kind,
+                            "layer": layer,
+                            "head": head,
+                            "loss": loss,
+                            "bleu": bleu,
+                            "loss_increase": loss - base_loss,
+                            "bleu_drop": base_bleu - bleu,
+                        }
+                    )
         pruning = {}
         for kind in layers:
             ranked = sorted((r for r in rows if r["kind"] == kind), key=lambda r: r["loss_increase"])
@@ -63,8 +73,14 @@ def head_importance(model: Transformer, measure: Measure, points: int = 8) -> di
                 masked = [(r["kind"], r["layer"], r["head"]) for r in ranked[:count]]
                 model.mask_heads(masked)
                 loss, bleu = measure()
-                curve.append({"removed": count, "loss": loss, "bleu": bleu,
-                              "heads": [f"{layer}:{head}" for _, layer, head in masked]})
+                curve.append(
+                    {
+                        "removed": count,
+                        "loss": loss,
+                        "bleu": bleu,
+                        "heads": [f"{layer}:{head}" for _, layer, head in masked],
+                    }
+                )
             pruning[kind] = curve
     finally:
         model.mask_heads([])
@@ -75,11 +91,15 @@ def head_importance(model: Transformer, measure: Measure, points: int = 8) -> di
 def importance_table(result: dict) -> str:
     """The result as text for the log: heads, most important first, then the pruning curves."""
     base = result["base"]
-    lines = [f"head importance (validation loss {base['loss']:.3f}, greedy BLEU {base['bleu']:.2f} with every head)",
-             f"{'head (kind:layer:head)':<26} {'loss +':>8} {'BLEU -':>8}"]
+    lines = [
+        f"head importance (validation loss {base['loss']:.3f}, greedy BLEU {base['bleu']:.2f} with every head)",
+        f"{'head (kind:layer:head)':<26} {'loss +':>8} {'BLEU -':>8}",
+    ]
     for r in result["heads"]:
-        lines.append(f"{r['kind'] + ':' + str(r['layer']) + ':' + str(r['head']):<26} "
-                     f"{r['loss_increase']:>8.3f} {r['bleu_drop']:>8.2f}")
+        lines.append(
+            f"{r['kind'] + ':' + str(r['layer']) + ':' + str(r['head']):<26} "
+            f"{r['loss_increase']:>8.3f} {r['bleu_drop']:>8.2f}"
+        )
     for kind, curve in result["pruning"].items():
         points = ", ".join(f"{p['removed']}: {p['bleu']:.1f}" for p in curve)
         lines.append(f"pruning {kind}, least important first (heads masked: BLEU): {points}")
@@ -103,15 +123,24 @@ def log_head_importance(writer, result: dict, step: int) -> None:
     """Three figures in TensorBoard: loss increase and BLEU drop per head, the pruning curves."""
     from viz.heads import head_statistic_figure, pruning_figure  # matplotlib only where figures are drawn
 
-    for key, title, fmt in (("loss_increase", "validation loss increase with the head masked", ".3f"),
-                            ("bleu_drop", "greedy BLEU drop with the head masked", ".2f")):
-        writer.add_figure(f"heads/importance_{key}", head_statistic_figure(title, importance_grids(result, key), fmt),
-                          step)
+    for key, title, fmt in (
+        ("loss_increase", "validation loss increase with the head masked", ".3f"),
+        ("bleu_drop", "greedy BLEU drop with the head masked", ".2f"),
+    ):
+        writer.add_figure(
+            f"heads/importance_{key}", head_statistic_figure(title, importance_grids(result, key), fmt), step
+        )
     writer.add_figure("heads/pruning", pruning_figure(result), step)
 
 
-def checkpoint_importance(checkpoint: str | Path, data_dir: str | None, sentences: int | None,
-                          device: torch.device, cache_dir: str = DataConfig.cache_dir, max_tokens: int = 4096) -> dict:
+def checkpoint_importance(
+    checkpoint: str | Path,
+    data_dir: str | None,
+    sentences: int | None,
+    device: torch.device,
+    cache_dir: str = DataConfig.cache_dir,
+    max_tokens: int = 4096,
+) -> dict:
     """Head importance of a trained checkpoint on the validation set its run used: the same
     language pair and number of sentences (data.max_eval_examples), from `data_dir` if given,
     else from where the run read it."""
@@ -121,5 +150,6 @@ def checkpoint_importance(checkpoint: str | Path, data_dir: str | None, sentence
     text = load_text(OmegaConf.create(meta["config"]).data, ["val"], data_dir)
     pairs = tokenize_splits(text, tokenizer, Path(cache_dir))["val"]
     loader = token_batches(pairs, model.cfg.max_len, max_tokens, shuffle=False)  # max_tokens: training's default
-    return head_importance(model, lambda: loss_and_greedy_bleu(model, tokenizer, loader, text["val"], device,
-                                                               sentences=sentences))
+    return head_importance(
+        model, lambda: loss_and_greedy_bleu(model, tokenizer, loader, text["val"], device, sentences=sentences)
+    )

@@ -18,6 +18,7 @@ For every kind (encoder self, decoder self, cross), layer and head, averaged ove
     monotonicity  cross: share of consecutive queries whose most-attended source piece does
                   not move backwards
 """
+
 import unicodedata
 
 import torch
@@ -36,6 +37,7 @@ STATISTICS = {
 
 def punctuation_ids(pieces: list[str]) -> Tensor:
     """(V,) bool: pieces that are punctuation only, the word-start mark aside."""
+
     def is_punctuation(piece: str) -> bool:
         text = piece.replace("\u2581", "")
         return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
@@ -43,8 +45,15 @@ def punctuation_ids(pieces: list[str]) -> Tensor:
     return torch.tensor([is_punctuation(p) for p in pieces])
 
 
-def map_sums(weights: Tensor, query_mask: Tensor, key_mask: Tensor, boundary: Tensor, punctuation: Tensor,
-             causal: bool, statistics: tuple[str, ...]) -> dict[str, tuple[Tensor, Tensor]]:
+def map_sums(
+    weights: Tensor,
+    query_mask: Tensor,
+    key_mask: Tensor,
+    boundary: Tensor,
+    punctuation: Tensor,
+    causal: bool,
+    statistics: tuple[str, ...],
+) -> dict[str, tuple[Tensor, Tensor]]:
     """Per-head sums of each statistic over one batch's queries, and how many queries count.
 
     Args:
@@ -121,9 +130,11 @@ class HeadStatistics:
         bos[:, 0] = True
         src_punct = self.src_punctuation.to(batch.src.device)[batch.src] & src_real
         tgt_punct = self.tgt_punctuation.to(batch.src.device)[batch.tgt_in] & tgt_real
-        setups = {"encoder_self": (src_real, src_real, last_src, src_punct, False),
-                  "decoder_self": (tgt_real, tgt_real, bos, tgt_punct, True),
-                  "cross": (tgt_real, src_real, last_src, src_punct, False)}
+        setups = {
+            "encoder_self": (src_real, src_real, last_src, src_punct, False),
+            "decoder_self": (tgt_real, tgt_real, bos, tgt_punct, True),
+            "cross": (tgt_real, src_real, last_src, src_punct, False),
+        }
         for kind in KINDS:
             for layer, weights in enumerate(getattr(attention, kind)):
                 for name, (total, count) in map_sums(weights, *setups[kind], STATISTICS[kind]).items():
@@ -148,9 +159,15 @@ def scalar_layout(n_encoder_layers: int, n_decoder_layers: int) -> dict:
     with a line per head (the tags `heads/<statistic>/<kind>/layer_<L>/head_<H>`)."""
     layers = {"encoder_self": n_encoder_layers, "decoder_self": n_decoder_layers, "cross": n_decoder_layers}
     names = dict.fromkeys(name for kind in KINDS for name in STATISTICS[kind])  # in order, once each
-    return {f"heads: {name}": {f"{kind} layer {layer}": ["Multiline", [rf"heads/{name}/{kind}/layer_{layer}/head_\d+"]]
-                               for kind in KINDS if name in STATISTICS[kind] for layer in range(1, layers[kind] + 1)}
-            for name in names}
+    return {
+        f"heads: {name}": {
+            f"{kind} layer {layer}": ["Multiline", [rf"heads/{name}/{kind}/layer_{layer}/head_\d+"]]
+            for kind in KINDS
+            if name in STATISTICS[kind]
+            for layer in range(1, layers[kind] + 1)
+        }
+        for name in names
+    }
 
 
 def log_head_statistics(writer, result: dict[str, dict[str, Tensor]], step: int) -> None:
@@ -164,5 +181,8 @@ def log_head_statistics(writer, result: dict[str, dict[str, Tensor]], step: int)
                 for head, value in enumerate(row, start=1):
                     writer.add_scalar(f"heads/{name}/{kind}/layer_{layer}/head_{head}", value, step)
     for name in names:
-        writer.add_figure(f"heads/{name}", head_statistic_figure(name, {kind: result[kind][name] for kind in KINDS
-                                                                        if name in result[kind]}), step)
+        writer.add_figure(
+            f"heads/{name}",
+            head_statistic_figure(name, {kind: result[kind][name] for kind in KINDS if name in result[kind]}),
+            step,
+        )

@@ -8,6 +8,7 @@ the model scores below the greedy translation, under the search's own objective
 (log_prob / length ** alpha). Choose decoding settings here: the validation set decides, the
 test set only reports. Writes bench/results/beam_grid.json with the commit measured.
 """
+
 import argparse
 import sys
 import time
@@ -18,8 +19,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, checkpoint_and_split, write_result  # noqa: E402
 from inference.scoring import score_translations  # noqa: E402
-from inference.translator import Translator  # noqa: E402
 from inference.search_config import SearchConfig
+from inference.translator import Translator  # noqa: E402
 
 
 def main() -> None:
@@ -47,16 +48,32 @@ def main() -> None:
             start = time.perf_counter()
             outputs = translator.translate(sources)
             seconds = time.perf_counter() - start
-            errors = sum(g is not None and hyps[0].score < g.log_prob / (len(g.tokens) + 1) ** penalty - 1e-6
-                         for hyps, g in zip(translator.last_hypotheses, greedy_hyps))
+            errors = sum(
+                g is not None and hyps[0].score < g.log_prob / (len(g.tokens) + 1) ** penalty - 1e-6
+                for hyps, g in zip(translator.last_hypotheses, greedy_hyps)
+            )
             bleu = score_translations(outputs, references).bleu
             name = f"beam {beam}, alpha {penalty}"
-            rows[name] = {"bleu": round(bleu, 2), "below_greedy": errors,
-                          "sentences_per_sec": round(len(sources) / seconds, 1)}
-            print(f"{name:<22} BLEU {bleu:6.2f} | {errors} sentence(s) scored below greedy | "
-                  f"{len(sources) / seconds:.1f} sent/s", flush=True)
-    write_result(args.out, {"checkpoint_step": meta.get("step"), "split": args.split, "sentences": len(sources),
-                            "threads": args.threads, "settings": rows})
+            rows[name] = {
+                "bleu": round(bleu, 2),
+                "below_greedy": errors,
+                "sentences_per_sec": round(len(sources) / seconds, 1),
+            }
+            print(
+                f"{name:<22} BLEU {bleu:6.2f} | {errors} sentence(s) scored below greedy | "
+                f"{len(sources) / seconds:.1f} sent/s",
+                flush=True,
+            )
+    write_result(
+        args.out,
+        {
+            "checkpoint_step": meta.get("step"),
+            "split": args.split,
+            "sentences": len(sources),
+            "threads": args.threads,
+            "settings": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """What the benchmarks share: the allocators they can preload and how they record results."""
+
 import json
 import os
 import platform
@@ -72,11 +73,18 @@ def cpu_model() -> str:
 
 def write_result(path: Path, result: dict) -> None:
     """JSON with the commit and machine it was measured on, then the numbers."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=ROOT).stdout.strip()
-    header = {"commit": commit, "date": time.strftime("%Y-%m-%d"),
-              "machine": cpu_model(), "cpu_features": cpu_description(), "cpu_count": os.cpu_count(),
-              "torch": torch.__version__, "allocator": loaded_allocator()}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    header = {
+        "commit": commit,
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": cpu_model(),
+        "cpu_features": cpu_description(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "allocator": loaded_allocator(),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**header, **result}, indent=2) + "\n")
     print(f"wrote {path}")

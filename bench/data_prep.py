@@ -10,6 +10,7 @@ validation split, trains the tokenizer (on its `max_sentences` sample) and token
 split into the cache, timing each stage and reading the process's peak RSS after each. Writes
 bench/results/data_prep.json.
 """
+
 import argparse
 import json
 import os
@@ -68,18 +69,24 @@ def main() -> None:
         started = time.perf_counter()
         make_corpus(folder, args.pairs, args.seed)
         print(f"{args.pairs:,} pairs written in {time.perf_counter() - started:.0f} s", flush=True)
-        script = STAGES.format(root=str(Path(__file__).resolve().parents[1]), train=str(folder / "train"),
-                               cache=str(folder / "cache"))
+        script = STAGES.format(
+            root=str(Path(__file__).resolve().parents[1]), train=str(folder / "train"), cache=str(folder / "cache")
+        )
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ)
         if done.returncode != 0:
             sys.exit(done.stderr[-2000:])
         measured = json.loads(done.stdout.strip().splitlines()[-1])
     seconds = measured["seconds"]
     tokenized = sum(measured["pairs"].values())
-    result = {"pairs": args.pairs, "splits": measured["pairs"], "seconds": {k: round(v, 1) for k, v in seconds.items()},
-              "tokenized_pairs_per_sec": round(tokenized / seconds["tokenize"]),
-              "peak_rss_mb": measured["peak_rss_mb"], "peak_rss_mb_after": measured["peak_rss_mb_after"],
-              "threads": os.cpu_count()}
+    result = {
+        "pairs": args.pairs,
+        "splits": measured["pairs"],
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "tokenized_pairs_per_sec": round(tokenized / seconds["tokenize"]),
+        "peak_rss_mb": measured["peak_rss_mb"],
+        "peak_rss_mb_after": measured["peak_rss_mb_after"],
+        "threads": os.cpu_count(),
+    }
     print(json.dumps(result, indent=2))
     write_result(args.out, result)
 

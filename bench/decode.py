@@ -11,6 +11,7 @@ greedy and with beam search, and reports sentences/s, target pieces/s (each outp
 key/value cache, which must translate identically. Prints a table and writes
 bench/results/decode.json with the commit and CPU.
 """
+
 import argparse
 import json
 import subprocess
@@ -34,8 +35,17 @@ ENGINES = {  # name: (engine, export quantization or None, compute type)
 }
 
 
-def measure_engine(path: str, engine: str, compute_type: str, src_lang: str, tgt_lang: str, split: str,
-                   sentences: int | None, beam_size: int, threads: int) -> dict:
+def measure_engine(
+    path: str,
+    engine: str,
+    compute_type: str,
+    src_lang: str,
+    tgt_lang: str,
+    split: str,
+    sentences: int | None,
+    beam_size: int,
+    threads: int,
+) -> dict:
     """In this process: one engine's greedy and beam rows (and ours without the cache)."""
     from inference import load_translator
     from inference.scoring import score_translations
@@ -56,9 +66,13 @@ def measure_engine(path: str, engine: str, compute_type: str, src_lang: str, tgt
         outputs = translator.translate(sources)
         seconds = time.perf_counter() - start
         pieces = sum(len(ids) + 1 for ids in translator.tokenizer.encode_tgt(outputs))
-        rows[name] = {"seconds": round(seconds, 2), "sentences_per_sec": round(len(sources) / seconds, 1),
-                      "tokens_per_sec": round(pieces / seconds, 1),
-                      "bleu": round(score_translations(outputs, references).bleu, 2), "outputs": outputs}
+        rows[name] = {
+            "seconds": round(seconds, 2),
+            "sentences_per_sec": round(len(sources) / seconds, 1),
+            "tokens_per_sec": round(pieces / seconds, 1),
+            "bleu": round(score_translations(outputs, references).bleu, 2),
+            "outputs": outputs,
+        }
     for beam in ("greedy", f"beam {beam_size}"):
         if f"{beam}, no cache" in rows:
             assert rows[beam]["outputs"] == rows[f"{beam}, no cache"]["outputs"], f"{beam}: the cache changed it"
@@ -73,8 +87,9 @@ def main() -> None:
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "decode.json")
-    parser.add_argument("--child", nargs=5, metavar=("PATH", "ENGINE", "COMPUTE_TYPE", "SRC", "TGT"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", nargs=5, metavar=("PATH", "ENGINE", "COMPUTE_TYPE", "SRC", "TGT"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
         rows = measure_engine(*args.child, args.split, args.sentences, args.beam_size, args.threads)
@@ -85,39 +100,80 @@ def main() -> None:
     results, outputs = {}, {}
     with tempfile.TemporaryDirectory() as exports:
         for quantization in ("float32", "int8"):
-            subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "export.py"), "-c",
-                            args.checkpoint, f"{exports}/{quantization}", "--quantize", quantization], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve().parents[1] / "export.py"),
+                    "-c",
+                    args.checkpoint,
+                    f"{exports}/{quantization}",
+                    "--quantize",
+                    quantization,
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         for name, (engine, quantization, compute_type) in ENGINES.items():
             if compute_type == "bfloat16" and not native_bf16(torch.device("cpu")):
                 print(f"{name}: skipped, bf16 is emulated on this CPU ({cpu_description()})")
                 continue
             path = f"{exports}/{quantization}" if quantization else args.checkpoint
-            done = subprocess.run([sys.executable, __file__, "-c", args.checkpoint, "--child", path, engine,
-                                   compute_type, meta["src_lang"],
-                                   meta["tgt_lang"], "--split", args.split, "--beam-size", str(args.beam_size),
-                                   "--threads", str(args.threads),
-                                   *(["--sentences", str(args.sentences)] if args.sentences else [])],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "-c",
+                    args.checkpoint,
+                    "--child",
+                    path,
+                    engine,
+                    compute_type,
+                    meta["src_lang"],
+                    meta["tgt_lang"],
+                    "--split",
+                    args.split,
+                    "--beam-size",
+                    str(args.beam_size),
+                    "--threads",
+                    str(args.threads),
+                    *(["--sentences", str(args.sentences)] if args.sentences else []),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0:
                 sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
             rows = json.loads(done.stdout.strip().splitlines()[-1])
             for setting, row in rows.items():
                 outputs[name, setting] = row.pop("outputs")
                 results[f"{name}, {setting}"] = row
-                print(f"{name + ', ' + setting:<34} {row['sentences_per_sec']:>7.1f} sent/s "
-                      f"{row['tokens_per_sec']:>8.1f} tok/s  BLEU {row['bleu']:.2f}", flush=True)
+                print(
+                    f"{name + ', ' + setting:<34} {row['sentences_per_sec']:>7.1f} sent/s "
+                    f"{row['tokens_per_sec']:>8.1f} tok/s  BLEU {row['bleu']:.2f}",
+                    flush=True,
+                )
     for setting in ("greedy", f"beam {args.beam_size}"):  # how many translations each engine shares with ours
         ours = outputs["ours fp32", setting]
         for name in (name for name in ENGINES if (name, setting) in outputs):
             same = sum(a == b for a, b in zip(ours, outputs[name, setting]))
             results[f"{name}, {setting}"]["same_as_ours_fp32"] = same
     beam = f"beam {args.beam_size}"
-    ratio = round(results[f"CTranslate2 int8, {beam}"]["sentences_per_sec"]
-                  / results[f"ours fp32, {beam}"]["sentences_per_sec"], 2)
+    ratio = round(
+        results[f"CTranslate2 int8, {beam}"]["sentences_per_sec"] / results[f"ours fp32, {beam}"]["sentences_per_sec"],
+        2,
+    )
     print(f"{beam}: CTranslate2 int8 is {ratio}x ours fp32")
-    write_result(args.out, {"threads": args.threads, "checkpoint_step": meta.get("step"), "split": args.split,
-                            "sentences": len(text), "ct2_int8_over_ours_fp32_beam": ratio, "settings": results})
+    write_result(
+        args.out,
+        {
+            "threads": args.threads,
+            "checkpoint_step": meta.get("step"),
+            "split": args.split,
+            "sentences": len(text),
+            "ct2_int8_over_ours_fp32_beam": ratio,
+            "settings": results,
+        },
+    )
 
 
 if __name__ == "__main__":

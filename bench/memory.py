@@ -7,6 +7,7 @@ the allocator `make train` preloads, for `--steps` steps with a validation and i
 maps on the way and the final test decoding (beam 5) at the end, and reads the peak resident
 memory that train.py records in results.json. Writes bench/results/memory.json.
 """
+
 import argparse
 import json
 import os
@@ -31,18 +32,33 @@ def main() -> None:
         sys.exit(f"error: allocator {args.allocator} is not installed")
 
     with tempfile.TemporaryDirectory() as run_dir:
-        overrides = [f"hydra.run.dir={run_dir}", f"train.max_steps={args.steps}", "train.eval_every=100",
-                     *args.overrides]
+        overrides = [
+            f"hydra.run.dir={run_dir}",
+            f"train.max_steps={args.steps}",
+            "train.eval_every=100",
+            *args.overrides,
+        ]
         print(f"[{args.allocator}] python train.py {' '.join(overrides)}", flush=True)
-        done = subprocess.run([sys.executable, str(ROOT / "train.py"), *overrides], cwd=ROOT,
-                              env={**os.environ, "LD_PRELOAD": library})
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "train.py"), *overrides], cwd=ROOT, env={**os.environ, "LD_PRELOAD": library}
+        )
         if done.returncode != 0:
             sys.exit(done.returncode)
         results = json.loads((Path(run_dir) / "results.json").read_text())
-    print(f"peak RSS {results['peak_rss_mb']} MB ({results['steps']} steps, {results['parameters'] / 1e6:.2f}M "
-          f"parameters)")
-    write_result(args.out, {"allocator": args.allocator, "overrides": overrides[1:], "steps": results["steps"],
-                            "parameters": results["parameters"], "peak_rss_mb": results["peak_rss_mb"]})
+    print(
+        f"peak RSS {results['peak_rss_mb']} MB ({results['steps']} steps, {results['parameters'] / 1e6:.2f}M "
+        f"parameters)"
+    )
+    write_result(
+        args.out,
+        {
+            "allocator": args.allocator,
+            "overrides": overrides[1:],
+            "steps": results["steps"],
+            "parameters": results["parameters"],
+            "peak_rss_mb": results["peak_rss_mb"],
+        },
+    )
 
 
 if __name__ == "__main__":

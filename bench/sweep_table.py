@@ -7,6 +7,7 @@ recipe are ranked (docs/recipe_search.md).
 A row per finished run (a folder with results.json): its overrides, minutes in all, steps
 and epochs, mean target tokens/s of training, validation BLEU at each validation, the best.
 """
+
 import argparse
 import json
 import statistics
@@ -32,20 +33,30 @@ def run_row(folder: Path) -> dict | None:
         return [event.value for event in events.Scalars(tag)] if tag in tags else []
 
     speeds = series("train/tokens_per_sec")
-    return {"run": folder.name, "overrides": " ".join(overrides or []), "minutes": results["total_minutes"],
-            "steps": results["steps"], "epochs": results["epochs"],
-            "tokens_per_sec": round(statistics.mean(speeds)) if speeds else None,
-            "val_bleu": [round(b, 2) for b in series("val/bleu")], "best_val_bleu": results["best_val_bleu"]}
+    return {
+        "run": folder.name,
+        "overrides": " ".join(overrides or []),
+        "minutes": results["total_minutes"],
+        "steps": results["steps"],
+        "epochs": results["epochs"],
+        "tokens_per_sec": round(statistics.mean(speeds)) if speeds else None,
+        "val_bleu": [round(b, 2) for b in series("val/bleu")],
+        "best_val_bleu": results["best_val_bleu"],
+    }
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| run | overrides | minutes | steps (epochs) | target tok/s | validation BLEU along the run | best |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| run | overrides | minutes | steps (epochs) | target tok/s | validation BLEU along the run | best |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in sorted(rows, key=lambda r: -r["best_val_bleu"]):
         speed = f"{row['tokens_per_sec']:,}" if row["tokens_per_sec"] is not None else "-"
-        lines.append(f"| {row['run']} | `{row['overrides']}` | {row['minutes']:.1f} | {row['steps']:,} "
-                     f"({row['epochs']:.1f}) | {speed} | {', '.join(f'{b:.1f}' for b in row['val_bleu'])} "
-                     f"| **{row['best_val_bleu']:.2f}** |")
+        lines.append(
+            f"| {row['run']} | `{row['overrides']}` | {row['minutes']:.1f} | {row['steps']:,} "
+            f"({row['epochs']:.1f}) | {speed} | {', '.join(f'{b:.1f}' for b in row['val_bleu'])} "
+            f"| **{row['best_val_bleu']:.2f}** |"
+        )
     return "\n".join(lines)
 
 

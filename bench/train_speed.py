@@ -15,6 +15,7 @@ Python starts, so each allocator found (glibc's malloc, the mimalloc wheel of
 requirements.txt, a system tcmalloc) gets its own child process of this script. Writes
 bench/results/train_speed.json with the commit it was measured on.
 """
+
 import argparse
 import dataclasses
 import json
@@ -51,13 +52,21 @@ class TorchTransformer(nn.Module):
         super().__init__()
         # our embedding and sinusoids (the same math either way); torch's own dropout
         self.embedding = TokenEmbedding(cfg.src_vocab_size, cfg.d_model, PAD_ID)
-        nn.init.normal_(self.embedding.weight, std=cfg.d_model ** -0.5)
+        nn.init.normal_(self.embedding.weight, std=cfg.d_model**-0.5)
         self.positional = PositionalEncoding(cfg.d_model, cfg.max_len)
         self.dropout = nn.Dropout(cfg.dropout)
         with warnings.catch_warnings():  # "enable_nested_tensor is True, but norm_first ..."
             warnings.simplefilter("ignore")
-            self.transformer = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers,
-                                              cfg.d_ff, cfg.dropout, batch_first=True, norm_first=True)
+            self.transformer = nn.Transformer(
+                cfg.d_model,
+                cfg.n_heads,
+                cfg.n_encoder_layers,
+                cfg.n_decoder_layers,
+                cfg.d_ff,
+                cfg.dropout,
+                batch_first=True,
+                norm_first=True,
+            )
         self.output_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
         self.output_proj.weight = self.embedding.weight
 
@@ -69,11 +78,22 @@ class TorchTransformer(nn.Module):
         ours): PyTorch's own cross-entropy."""
         src_pad, tgt_pad = src == PAD_ID, tgt_in == PAD_ID  # True = ignore, torch's convention
         future = ~causal_mask(tgt_in.size(1), tgt_in.size(1), tgt_in.device).squeeze()  # (T, T), True = future
-        h = self.transformer(self.embed(src), self.embed(tgt_in), tgt_mask=future, src_key_padding_mask=src_pad,
-                             tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
+        h = self.transformer(
+            self.embed(src),
+            self.embed(tgt_in),
+            tgt_mask=future,
+            src_key_padding_mask=src_pad,
+            tgt_key_padding_mask=tgt_pad,
+            memory_key_padding_mask=src_pad,
+        )
         logits = self.output_proj(h).float()  # (B, T, V)
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD_ID,
-                               label_smoothing=label_smoothing, reduction="sum")
+        loss = F.cross_entropy(
+            logits.flatten(0, 1),
+            targets.flatten(),
+            ignore_index=PAD_ID,
+            label_smoothing=label_smoothing,
+            reduction="sum",
+        )
         return TransformerOutput(None, loss, None)
 
 
@@ -84,9 +104,12 @@ def step_flops(cfg: TransformerConfig, src: Tensor, tgt: Tensor) -> float:
     t = tgt.size(1)
     d, f = cfg.d_model, cfg.d_ff
     encoder = cfg.n_encoder_layers * (2 * b * s * (4 * d * d + 2 * d * f) + 4 * b * s * s * d)
-    decoder = cfg.n_decoder_layers * (2 * b * t * (4 * d * d + 2 * d * d + 2 * d * f)  # self q,k,v,o; cross q,o; ffn
-                                      + 2 * b * s * 2 * d * d  # cross-attention keys and values of the memory
-                                      + 4 * b * t * t * d + 4 * b * t * s * d)  # scores and mixing
+    decoder = cfg.n_decoder_layers * (
+        2 * b * t * (4 * d * d + 2 * d * d + 2 * d * f)  # self q,k,v,o; cross q,o; ffn
+        + 2 * b * s * 2 * d * d  # cross-attention keys and values of the memory
+        + 4 * b * t * t * d
+        + 4 * b * t * s * d
+    )  # scores and mixing
     output = 2 * b * t * d * cfg.tgt_vocab_size
     return 3.0 * (encoder + decoder + output)
 
@@ -119,8 +142,9 @@ def load_batches(max_tokens: int, count: int, vocab_size: int) -> list:
     """The first `count` training batches, tokenized with a joint vocabulary of `vocab_size`."""
     data = prepare_data(DataConfig(tokenizer=TokenizerConfig(vocab_size=vocab_size)))
     train = data.tokens["train"]
-    sampler = TokenBucketSampler([len(x) for x in train["src_ids"]], [len(x) for x in train["tgt_ids"]],
-                                 max_tokens, shuffle=True, seed=0)
+    sampler = TokenBucketSampler(
+        [len(x) for x in train["src_ids"]], [len(x) for x in train["tgt_ids"]], max_tokens, shuffle=True, seed=0
+    )
     return [collate([train[i] for i in indices]) for indices, _ in zip(sampler, range(count))]
 
 
@@ -135,9 +159,13 @@ def measure(args: argparse.Namespace) -> dict:
     tokens = sum(b.n_tgt_tokens for b in batches)
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
     peaks = {precision: matmul_peak(dtypes[precision]) for precision in args.precisions.split(",")}
-    print(f"[{args.allocator}] {args.model}, vocabulary {vocab_size}: {len(batches)} batches, {tokens} target tokens, "
-          f"{flops / len(batches) / 1e9:.1f} GFLOP a step | matmul peak "
-          + ", ".join(f"{precision} {peak:.0f}" for precision, peak in peaks.items()) + " GFLOP/s", flush=True)
+    print(
+        f"[{args.allocator}] {args.model}, vocabulary {vocab_size}: {len(batches)} batches, {tokens} target tokens, "
+        f"{flops / len(batches) / 1e9:.1f} GFLOP a step | matmul peak "
+        + ", ".join(f"{precision} {peak:.0f}" for precision, peak in peaks.items())
+        + " GFLOP/s",
+        flush=True,
+    )
     rows = {}
     for precision in args.precisions.split(","):
         torch.manual_seed(0)
@@ -156,15 +184,26 @@ def measure(args: argparse.Namespace) -> dict:
         for name in models:
             gflop_s = args.rounds * flops / seconds[name] / 1e9
             rows[f"{name} {precision}"] = row = {
-                "tokens_per_sec": round(args.rounds * tokens / seconds[name]), "gflop_per_sec": round(gflop_s, 1),
-                "of_matmul_peak": round(gflop_s / peaks[precision], 3), "seconds": round(seconds[name], 2)}
-            print(f"[{args.allocator}] {name + ' ' + precision:<20} {row['tokens_per_sec']:>6} tok/s "
-                  f"{gflop_s:>6.1f} GFLOP/s ({100 * row['of_matmul_peak']:.0f}% of peak)", flush=True)
+                "tokens_per_sec": round(args.rounds * tokens / seconds[name]),
+                "gflop_per_sec": round(gflop_s, 1),
+                "of_matmul_peak": round(gflop_s / peaks[precision], 3),
+                "seconds": round(seconds[name], 2),
+            }
+            print(
+                f"[{args.allocator}] {name + ' ' + precision:<20} {row['tokens_per_sec']:>6} tok/s "
+                f"{gflop_s:>6.1f} GFLOP/s ({100 * row['of_matmul_peak']:.0f}% of peak)",
+                flush=True,
+            )
         rows[f"ratio {precision}"] = round(seconds["nn.Transformer"] / seconds["minitrans"], 2)
         print(f"[{args.allocator}] ratio {precision:<14} {rows[f'ratio {precision}']:>6.2f}x", flush=True)
-    return {"vocab_size": vocab_size, "gflop_per_step": round(flops / len(batches) / 1e9, 1), "batches": len(batches),
-            "target_tokens_per_round": tokens, "matmul_peak_gflop_per_sec": {k: round(v, 1) for k, v in peaks.items()},
-            "results": rows}
+    return {
+        "vocab_size": vocab_size,
+        "gflop_per_step": round(flops / len(batches) / 1e9, 1),
+        "batches": len(batches),
+        "target_tokens_per_round": tokens,
+        "matmul_peak_gflop_per_sec": {k: round(v, 1) for k, v in peaks.items()},
+        "results": rows,
+    }
 
 
 def main() -> None:
@@ -175,8 +214,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="batches per model per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=4, help="batches per model before timing")
-    parser.add_argument("--precisions", default="fp32,bf16",
-                        help="bf16 is skipped on a CPU without native bf16, where it would run for hours")
+    parser.add_argument(
+        "--precisions",
+        default="fp32,bf16",
+        help="bf16 is skipped on a CPU without native bf16, where it would run for hours",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--allocators", default="glibc,mimalloc,tcmalloc", help="those not installed are skipped")
     parser.add_argument("--allocator", help=argparse.SUPPRESS)  # set in the child processes
@@ -204,9 +246,19 @@ def main() -> None:
             print(f"[{name}] not installed, skipped", flush=True)
             continue
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            child = [sys.executable, __file__, "--allocator", name, "--out", out.name,
-                     *(f"--{key.replace('_', '-')}={value}" for key, value in vars(args).items()
-                       if key not in ("allocators", "allocator", "out") and value is not None)]
+            child = [
+                sys.executable,
+                __file__,
+                "--allocator",
+                name,
+                "--out",
+                out.name,
+                *(
+                    f"--{key.replace('_', '-')}={value}"
+                    for key, value in vars(args).items()
+                    if key not in ("allocators", "allocator", "out") and value is not None
+                ),
+            ]
             env = {**os.environ, "LD_PRELOAD": available[name]}
             if subprocess.run(child, env=env).returncode != 0:
                 sys.exit(1)
@@ -224,9 +276,18 @@ def main() -> None:
     for key, value in summary.items():
         print(f"{key}: {value:.2f}x")
 
-    write_result(args.out, {"threads": args.threads, "model": args.model, "max_tokens": args.max_tokens,
-                            "rounds": args.rounds, "steps_per_round": args.steps, "setup_vs_default": summary,
-                            "allocators": by_allocator})
+    write_result(
+        args.out,
+        {
+            "threads": args.threads,
+            "model": args.model,
+            "max_tokens": args.max_tokens,
+            "rounds": args.rounds,
+            "steps_per_round": args.steps,
+            "setup_vs_default": summary,
+            "allocators": by_allocator,
+        },
+    )
 
 
 if __name__ == "__main__":

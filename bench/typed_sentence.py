@@ -10,6 +10,7 @@ drawing. Then it clicks a row of the heatmap and times the inside view of that q
 first sentence also loads the checkpoint (and torch) into TensorBoard's process; the median
 is over the others. Writes bench/results/typed_sentence.json with the commit and CPU.
 """
+
 import argparse
 import statistics
 import sys
@@ -59,15 +60,23 @@ def main() -> None:
         driver.set_script_timeout(100)  # under the driver's own 120 s
         driver.get(f"{board.url}/data/plugin_entry.html?name=attention")
         wait_for(driver, lambda d: d.execute_script("return document.body.dataset.drawn"), "the first map", 120)
-        driver.execute_script("const s = document.getElementById('run'); s.value = arguments[0];"
-                              "s.dispatchEvent(new Event('change'));"
-                              "document.getElementById('checkpoint').value = arguments[1];", args.run, args.checkpoint)
-        wait_for(driver, lambda d: d.execute_script("return document.body.dataset.drawn").startswith(f"{args.run}|"),
-                 "the run's map")
+        driver.execute_script(
+            "const s = document.getElementById('run'); s.value = arguments[0];"
+            "s.dispatchEvent(new Event('change'));"
+            "document.getElementById('checkpoint').value = arguments[1];",
+            args.run,
+            args.checkpoint,
+        )
+        wait_for(
+            driver,
+            lambda d: d.execute_script("return document.body.dataset.drawn").startswith(f"{args.run}|"),
+            "the run's map",
+        )
         for sentence in sentences:
             driver.execute_script(MAP_VIEW)
-            to_map = driver.execute_async_script(TIMED, "type", sentence,
-                                                 f": {sentence}|0|cross|0|mean|map")  # "typed best VERSION: ..."
+            to_map = driver.execute_async_script(
+                TIMED, "type", sentence, f": {sentence}|0|cross|0|mean|map"
+            )  # "typed best VERSION: ..."
             to_inside = driver.execute_async_script(TIMED, "click", "", "|inside|q1")
             rows.append({"sentence": sentence, "ms_to_map": round(to_map, 1), "ms_to_inside_view": round(to_inside, 1)})
             print(f"{to_map:8.1f} ms to its map, {to_inside:6.1f} ms to the inside view   {sentence}")
@@ -75,15 +84,21 @@ def main() -> None:
         driver.quit()
         board.close()
     warm = rows[1:]
-    result = {"run": args.run, "checkpoint": args.checkpoint, "languages": f"{meta['src_lang']}-{meta['tgt_lang']}",
-              "first_ms_to_map": rows[0]["ms_to_map"],
-              "median_ms_to_map": statistics.median(r["ms_to_map"] for r in warm),
-              "max_ms_to_map": max(r["ms_to_map"] for r in warm),
-              "median_ms_to_inside_view": statistics.median(r["ms_to_inside_view"] for r in warm),
-              "sentences": rows}
-    print(f"first (loads the model) {result['first_ms_to_map']:.0f} ms; then median "
-          f"{result['median_ms_to_map']:.0f} ms to the map (max {result['max_ms_to_map']:.0f}), "
-          f"{result['median_ms_to_inside_view']:.0f} ms to the inside view")
+    result = {
+        "run": args.run,
+        "checkpoint": args.checkpoint,
+        "languages": f"{meta['src_lang']}-{meta['tgt_lang']}",
+        "first_ms_to_map": rows[0]["ms_to_map"],
+        "median_ms_to_map": statistics.median(r["ms_to_map"] for r in warm),
+        "max_ms_to_map": max(r["ms_to_map"] for r in warm),
+        "median_ms_to_inside_view": statistics.median(r["ms_to_inside_view"] for r in warm),
+        "sentences": rows,
+    }
+    print(
+        f"first (loads the model) {result['first_ms_to_map']:.0f} ms; then median "
+        f"{result['median_ms_to_map']:.0f} ms to the map (max {result['max_ms_to_map']:.0f}), "
+        f"{result['median_ms_to_inside_view']:.0f} ms to the inside view"
+    )
     write_result(RESULTS / "typed_sentence.json", result)
 
 

@@ -1,8 +1,9 @@
 """Length-bucketed batches bounded by a token budget, padding them into tensors, and the
 loader of a tokenized split that joins the two."""
+
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -33,8 +34,16 @@ class TokenBucketSampler(Sampler[list[int]]):
     Resuming: `set_epoch(epoch, start=k)` skips the first k batches of that epoch.
     """
 
-    def __init__(self, src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int,
-                 shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
+    def __init__(
+        self,
+        src_lengths: Sequence[int] | np.ndarray,
+        tgt_lengths: Sequence[int] | np.ndarray,
+        max_tokens: int,
+        shuffle: bool = True,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
         if len(src_lengths) != len(tgt_lengths):
             raise ValueError("src_lengths and tgt_lengths differ in length")
         if not 0 <= rank < world_size:
@@ -61,9 +70,12 @@ class TokenBucketSampler(Sampler[list[int]]):
         for key in (self.tgt_lengths, self.src_lengths):
             order = order[torch.sort(key[order], stable=True).indices]
 
-        batches, batch, longest = [], [], 0
-        for i, src_len, tgt_len in zip(order.tolist(), self.src_lengths[order].tolist(),
-                                       self.tgt_lengths[order].tolist()):
+        batches: list[list[int]] = []
+        batch: list[int] = []
+        longest = 0
+        for i, src_len, tgt_len in zip(
+            order.tolist(), self.src_lengths[order].tolist(), self.tgt_lengths[order].tolist()
+        ):
             new_longest = max(longest, src_len, tgt_len)
             if batch and new_longest * (len(batch) + 1) > self.max_tokens:
                 batches.append(batch)
@@ -78,14 +90,14 @@ class TokenBucketSampler(Sampler[list[int]]):
             if len(batches[largest]) < 2:
                 raise UserError(f"too few sentences ({n}) to give each of {self.world_size} ranks a batch")
             half = len(batches[largest]) // 2
-            batches[largest:largest + 1] = [batches[largest][:half], batches[largest][half:]]
+            batches[largest : largest + 1] = [batches[largest][:half], batches[largest][half:]]
 
         if self.shuffle:
             batches = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
         return batches
 
     def __iter__(self) -> Iterator[list[int]]:
-        yield from self._all_batches()[self.rank::self.world_size][self.start:]
+        yield from self._all_batches()[self.rank :: self.world_size][self.start :]
 
     def __len__(self) -> int:
         """Batches this rank yields in the current epoch (after the resume position)."""
@@ -107,8 +119,12 @@ class Batch:
         return int(self.tgt_mask.sum())
 
     def to(self, device: torch.device | str) -> "Batch":
-        return Batch(*(t.to(device, non_blocking=True) for t in
-                       (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)))
+        return Batch(
+            *(
+                t.to(device, non_blocking=True)
+                for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)
+            )
+        )
 
 
 def pad(sequences: Sequence[Sequence[int]]) -> Tensor:

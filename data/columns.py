@@ -5,8 +5,9 @@ a column as `list(ds["src"])` would make a Python object of every sentence at on
 the text's size again) and, row by row, take seconds per million. These read it a batch at a
 time instead.
 """
+
 import hashlib
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow.compute as pc

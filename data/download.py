@@ -7,6 +7,7 @@ connection, an HTTP error, a truncated or non-gzip answer therefore leave nothin
 folder's names: the next run downloads again instead of reading a poisoned file. A file already
 in place is never fetched again, so a second run needs no network.
 """
+
 import gzip
 import http.client
 import logging
@@ -16,7 +17,7 @@ import urllib.error
 import urllib.request
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from tqdm import tqdm
 
@@ -47,7 +48,7 @@ def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error) or type(error).__name__
 
 
-def _fetch(url: str, file: BinaryIO) -> int:
+def _fetch(url: str, file: IO[bytes]) -> int:
     """Download `url` into `file`, with a progress bar on a terminal; its size in bytes."""
     try:
         response = urllib.request.urlopen(url, timeout=TIMEOUT)  # noqa: S310 - the user's data.url
@@ -55,8 +56,15 @@ def _fetch(url: str, file: BinaryIO) -> int:
         raise UserError(f"cannot download {url!r}: {e}") from None
     with response:
         total = int(response.headers.get("Content-Length") or 0) or None
-        with tqdm(total=total, unit="B", unit_scale=True, desc=url.rsplit("/", 1)[-1], leave=False,
-                  disable=None, file=sys.stderr) as bar:  # disable=None: shown on a terminal only
+        with tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc=url.rsplit("/", 1)[-1],
+            leave=False,
+            disable=None,
+            file=sys.stderr,
+        ) as bar:  # disable=None: shown on a terminal only
             while chunk := response.read(CHUNK):
                 file.write(chunk)
                 bar.update(len(chunk))
@@ -105,4 +113,3 @@ def download_gzip_files(urls: dict[str, str], folder: Path, way_out: str) -> dic
     if missing:
         log.info("%d file(s) downloaded into %s; later runs read them from there", len(missing), folder)
     return paths
-

@@ -4,6 +4,7 @@ Two sources, one code path after loading: a local folder in the official layout
 (`{split}.{lang}.gz`, or plain `{split}.{lang}`), or, when no folder is given, the official
 files downloaded once into a folder of the same layout under the cache (data/download.py).
 """
+
 import hashlib
 import os
 from pathlib import Path
@@ -71,25 +72,36 @@ def download_folder(url: str, cache_dir: str | Path) -> Path:
     return Path(cache_dir) / "downloads" / f"multi30k-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
 
 
-def _downloaded_files(splits: list[str], langs: tuple[str, ...], url: str,
-                      cache_dir: str | Path) -> dict[tuple[str, str], Path]:
+def _downloaded_files(
+    splits: list[str], langs: tuple[str, ...], url: str, cache_dir: str | Path
+) -> dict[tuple[str, str], Path]:
     """The official files of `splits` and `langs` from URL template `url`, downloaded into the
     cache once (data/download.py)."""
     if "{split}" not in url or "{lang}" not in url:
-        raise UserError(f"data.url must hold {{split}} and {{lang}} where a file's split and language go, "
-                        f"as {OFFICIAL_URL}; got {url!r}")
+        raise UserError(
+            f"data.url must hold {{split}} and {{lang}} where a file's split and language go, "
+            f"as {OFFICIAL_URL}; got {url!r}"
+        )
     try:
         urls = {f"{split}.{lang}.gz": url.format(split=split, lang=lang) for split in splits for lang in langs}
     except (KeyError, IndexError, ValueError) as e:
         raise UserError(f"data.url {url!r} is not a template with only {{split}} and {{lang}} ({e})") from None
-    way_out = (f"without a network, point data.dir or {ENV_VAR} at a local copy of Multi30k (its files "
-               "{split}.{lang}.gz, from github.com/multi30k/dataset, data/task1/raw)")
+    way_out = (
+        f"without a network, point data.dir or {ENV_VAR} at a local copy of Multi30k (its files "
+        "{split}.{lang}.gz, from github.com/multi30k/dataset, data/task1/raw)"
+    )
     paths = download_gzip_files(urls, download_folder(url, cache_dir), way_out)
     return {(split, lang): paths[f"{split}.{lang}.gz"] for split in splits for lang in langs}
 
 
-def load_multi30k(src_lang: str, tgt_lang: str, data_dir: str | None = None, splits: list[str] | None = None,
-                  url: str = OFFICIAL_URL, cache_dir: str | Path = ".cache/minitrans") -> DatasetDict:
+def load_multi30k(
+    src_lang: str,
+    tgt_lang: str,
+    data_dir: str | None = None,
+    splits: list[str] | None = None,
+    url: str = OFFICIAL_URL,
+    cache_dir: str | Path = ".cache/minitrans",
+) -> DatasetDict:
     """Parallel Multi30k splits as a DatasetDict with string columns `src` and `tgt`.
 
     Args:

@@ -1,4 +1,5 @@
 """From configuration to tokenized splits: load the corpus, get a tokenizer, tokenize (cached)."""
+
 import hashlib
 import logging
 import tempfile
@@ -27,9 +28,10 @@ def _by(*sources: str) -> dict:
 
 
 TABLES = ("files", "tsv", "jsonl", "hf")  # the sources that read their splits from data.train, val, test
-CARVED = read_when(lambda cfg: cfg.source in TABLES and cfg.val is None,
-                   "read only where training pairs are set aside for validation: by data=files, tsv, jsonl and hf "
-                   "without data.val")
+CARVED = read_when(
+    lambda cfg: cfg.source in TABLES and cfg.val is None,
+    "read only where training pairs are set aside for validation: by data=files, tsv, jsonl and hf without data.val",
+)
 
 
 @dataclass
@@ -42,9 +44,13 @@ class DataConfig:
     dir: str | None = field(default=None, metadata=_by("multi30k"))
     # multi30k without a local folder: where its files are downloaded from, {split} and {lang}
     # filled in (a mirror, or a local server); kept under cache_dir/downloads/
-    url: str = field(default=OFFICIAL_URL, metadata=read_when(
-        lambda cfg: cfg.source == "multi30k" and downloaded(cfg.dir),
-        f"read only where Multi30k is downloaded: by data=multi30k without data.dir and ${ENV_VAR}"))
+    url: str = field(
+        default=OFFICIAL_URL,
+        metadata=read_when(
+            lambda cfg: cfg.source == "multi30k" and downloaded(cfg.dir),
+            f"read only where Multi30k is downloaded: by data=multi30k without data.dir and ${ENV_VAR}",
+        ),
+    )
     # files: a prefix per split ({prefix}.{lang}, or .gz); tsv, jsonl: a file per split; hf: the
     # dataset's split names. Any number of test splits; without val, val_size training pairs
     # drawn with val_seed validate instead.
@@ -75,8 +81,12 @@ class DataConfig:
     # pair in segmentations drawn from its n best, P(x)^alpha-weighted with alpha this value
     # (unigram tokenizer only); 0: the best segmentation throughout, as validation and test.
     subword_sampling: float = 0.0
-    subword_n_best: int = field(default=16, metadata=read_when(
-        lambda cfg: cfg.subword_sampling > 0, "read only with subword sampling on: give data.subword_sampling > 0"))
+    subword_n_best: int = field(
+        default=16,
+        metadata=read_when(
+            lambda cfg: cfg.subword_sampling > 0, "read only with subword sampling on: give data.subword_sampling > 0"
+        ),
+    )
 
 
 @dataclass
@@ -107,16 +117,24 @@ def tokenize_splits(text: DatasetDict, tokenizer: Tokenizer, cache_dir: Path) ->
     # Written under a name of this process's own, then renamed: an entry appears whole or not at
     # all, and runs preparing the same data at once (bench/rank_on_gpu.sh starts several) never
     # write into or delete each other's files. The first rename wins; a later one keeps it.
-    with atomic_folder(folder, replace=False) as staging, \
-            tempfile.TemporaryDirectory(prefix=f".{folder.name}.", dir=folder.parent) as work:
+    with (
+        atomic_folder(folder, replace=False) as staging,
+        tempfile.TemporaryDirectory(prefix=f".{folder.name}.", dir=folder.parent) as work,
+    ):
         try:
             # Each batch's ids go to a file as they are made (not into memory), then saved in
             # the layout load_from_disk reads.
             tokens = text.map(
-                lambda batch: {"src_ids": tokenizer.encode_src(batch["src"]),
-                               "tgt_ids": tokenizer.encode_tgt(batch["tgt"])},
-                batched=True, batch_size=10_000, remove_columns=["src", "tgt"], load_from_cache_file=False,
-                cache_file_names={split: str(Path(work) / f"{split}.arrow") for split in text}, desc="tokenizing",
+                lambda batch: {
+                    "src_ids": tokenizer.encode_src(batch["src"]),
+                    "tgt_ids": tokenizer.encode_tgt(batch["tgt"]),
+                },
+                batched=True,
+                batch_size=10_000,
+                remove_columns=["src", "tgt"],
+                load_from_cache_file=False,
+                cache_file_names={split: str(Path(work) / f"{split}.arrow") for split in text},
+                desc="tokenizing",
             )
         finally:
             datasets.disable_progress_bars()
@@ -143,8 +161,10 @@ def load_corpus(cfg: DataConfig, splits: list[str] | None = None, data_dir: str 
     if source == "files":
         text = load_files(cfg.src_lang, cfg.tgt_lang, named)
     else:  # which column or key holds each side
-        fields = (cfg.src_field or ("0" if source == "tsv" else cfg.src_lang),
-                  cfg.tgt_field or ("1" if source == "tsv" else cfg.tgt_lang))
+        fields = (
+            cfg.src_field or ("0" if source == "tsv" else cfg.src_lang),
+            cfg.tgt_field or ("1" if source == "tsv" else cfg.tgt_lang),
+        )
         if source == "hf":
             if not cfg.name:
                 raise UserError("data.name is required with data.source=hf: a dataset's name or a local folder")

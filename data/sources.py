@@ -16,14 +16,15 @@ the corpus. Empty or whitespace-only pairs are dropped from `train` only, so tha
 validation translations stay aligned with their references. A corpus without a validation split
 gets one carved from training: `data.val_size` pairs drawn with `data.val_seed`, said in the log.
 """
+
 import csv
 import gzip
 import json
 import logging
 import zlib
+from collections.abc import Iterable, Iterator
 from itertools import zip_longest
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -79,7 +80,9 @@ def read_parallel(split: str, src_path: Path, tgt_path: Path) -> Dataset:
 def arrow_pairs(rows: Iterable[tuple[str, str]]) -> pa.Table:
     """(source, target) rows -> an Arrow table of columns src and tgt, converted CHUNK rows at a
     time: only one chunk is ever Python strings, the corpus is Arrow's compact buffers."""
-    batches, src, tgt = [], [], []
+    batches: list[pa.RecordBatch] = []
+    src: list[str] = []
+    tgt: list[str] = []
 
     def flush() -> None:
         batches.append(pa.record_batch([pa.array(src, pa.string()), pa.array(tgt, pa.string())], names=["src", "tgt"]))
@@ -173,12 +176,17 @@ def _tsv_rows(path: Path, src_field: str, tgt_field: str, header: bool, quoting:
     warned = quoting == "csv"
     for number, cells in enumerate(rows, start=2 if header else 1):
         if max(index) >= len(cells):
-            raise UserError(f"{path} line {number} has {len(cells)} column(s); columns {index[0]} and {index[1]} "
-                            "are read")
+            raise UserError(
+                f"{path} line {number} has {len(cells)} column(s); columns {index[0]} and {index[1]} are read"
+            )
         pair = cells[index[0]], cells[index[1]]
         if not warned and all(len(cell) > 1 and cell[0] == cell[-1] == '"' for cell in pair):
-            log.warning("%s line %d: the fields are in double quotes, which are kept as part of the text; "
-                        "data.quoting=csv reads them by CSV rules", path, number)
+            log.warning(
+                "%s line %d: the fields are in double quotes, which are kept as part of the text; "
+                "data.quoting=csv reads them by CSV rules",
+                path,
+                number,
+            )
             warned = True
         yield pair
 
@@ -199,21 +207,24 @@ def _jsonl_rows(path: Path, src_field: str, tgt_field: str) -> Iterator[tuple[st
             record = json.loads(line)
         except json.JSONDecodeError as e:
             raise UserError(f"{path} line {number} is not JSON ({e.msg})") from None
-        pair = [_field(record, field) for field in (src_field, tgt_field)]
-        if None in pair:
-            missing = (src_field, tgt_field)[pair.index(None)]
+        src, tgt = _field(record, src_field), _field(record, tgt_field)
+        if src is None or tgt is None:
+            missing = src_field if src is None else tgt_field
             has = ", ".join(record) if isinstance(record, dict) else f"a {type(record).__name__}, not an object"
             if isinstance(record, dict) and "translation" in record and not isinstance(record["translation"], dict):
                 has += f" (its translation is a {type(record['translation']).__name__}, not an object)"
-            raise UserError(f"{path} line {number} has no {missing!r} (neither a key nor translation.{missing}); "
-                            f"it has {has}")
-        for text in pair:
+            raise UserError(
+                f"{path} line {number} has no {missing!r} (neither a key nor translation.{missing}); it has {has}"
+            )
+        for text in (src, tgt):
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as e:  # JSON's \ud800 escapes: half a character, no text
-                raise UserError(f"{path} line {number} holds {text[e.start]!r}, half of a UTF-16 surrogate pair, "
-                                "which is no character") from None
-        yield pair[0], pair[1]
+                raise UserError(
+                    f"{path} line {number} holds {text[e.start]!r}, half of a UTF-16 surrogate pair, "
+                    "which is no character"
+                ) from None
+        yield src, tgt
 
 
 def _field(record, field: str) -> str | None:
@@ -228,8 +239,9 @@ def _field(record, field: str) -> str | None:
     return None
 
 
-def load_table(kind: str, named: dict[str, str | None], src_field: str, tgt_field: str,
-               header: bool = False, quoting: str = "none") -> DatasetDict:
+def load_table(
+    kind: str, named: dict[str, str | None], src_field: str, tgt_field: str, header: bool = False, quoting: str = "none"
+) -> DatasetDict:
     """A TSV or JSONL file per split (`header` and `quoting`: TSV only)."""
     result = {}
     for split, location in named.items():
@@ -246,8 +258,7 @@ def load_table(kind: str, named: dict[str, str | None], src_field: str, tgt_fiel
     return DatasetDict(result)
 
 
-def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_field: str,
-            tgt_field: str) -> DatasetDict:
+def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_field: str, tgt_field: str) -> DatasetDict:
     """A Hugging Face dataset: a folder written by `save_to_disk`, a local dataset folder or data
     files, or a name on the hub. `named` maps our split names to the dataset's."""
     import datasets
@@ -273,8 +284,10 @@ def load_hf(name: str, subset: str | None, named: dict[str, str | None], src_fie
         for side, field in (("src", src_field), ("tgt", tgt_field)):
             column = next((c for c in (field, f"translation.{field}") if c in table.column_names), None)
             if column is None:
-                raise UserError(f"dataset {name!r} split {theirs!r} has no column {field!r} nor translation.{field}; "
-                                f"it has {', '.join(table.column_names)}")
+                raise UserError(
+                    f"dataset {name!r} split {theirs!r} has no column {field!r} nor translation.{field}; "
+                    f"it has {', '.join(table.column_names)}"
+                )
             # as Arrow, not Python strings; a missing sentence (null) reads as empty
             texts[side] = pc.fill_null(table.with_format("arrow")[column].cast(pa.string()), "")
         result[split] = pairs(split, pa.table(texts), f"dataset {name!r} split {theirs!r}")
@@ -293,18 +306,25 @@ def _hf_failure(name: str, subset: str | None, local: Path, error: Exception) ->
 
     first = _first_line(error)
     if isinstance(error, DatasetGenerationError):  # the files were found but do not read as a dataset
-        return f"cannot read the data files of {name!r} as a dataset: {_first_line(error.__cause__ or error.__context__)}"
+        return (
+            f"cannot read the data files of {name!r} as a dataset: {_first_line(error.__cause__ or error.__context__)}"
+        )
     if isinstance(error, DatasetNotFoundError):
         return f"{name!r} is not a dataset on the Hugging Face hub, or not one this machine may read (private or gated)"
     if isinstance(error, ValueError) and ("BuilderConfig" in first or "Config name is missing" in first):
-        return f"dataset {name!r} has no configuration {subset!r}: {first}" if subset else \
-            f"dataset {name!r} needs data.subset, its configuration: {first}"
+        return (
+            f"dataset {name!r} has no configuration {subset!r}: {first}"
+            if subset
+            else f"dataset {name!r} needs data.subset, its configuration: {first}"
+        )
     if local.exists():
         return f"cannot load the dataset in {local} ({type(error).__name__}: {first})"
     if isinstance(error, ConnectionError) or "LocalEntryNotFoundError" in first or "offline" in first.lower():
-        return (f"cannot reach the Hugging Face hub for {name!r} ({first}); without a network, load it where there "
-                "is one, `datasets.load_dataset(...).save_to_disk(FOLDER)`, copy the folder here and give "
-                "data.name=FOLDER")
+        return (
+            f"cannot reach the Hugging Face hub for {name!r} ({first}); without a network, load it where there "
+            "is one, `datasets.load_dataset(...).save_to_disk(FOLDER)`, copy the folder here and give "
+            "data.name=FOLDER"
+        )
     return f"cannot load {name!r}, neither a local folder nor a dataset on the hub ({type(error).__name__}: {first})"
 
 
@@ -312,10 +332,17 @@ def carve_validation(text: DatasetDict, size: int, seed: int) -> DatasetDict:
     """`size` training pairs, drawn with `seed`, become the validation split (and leave training)."""
     train = text["train"]
     if len(train) < 2 * size:
-        raise UserError(f"no validation split given and {len(train)} training pairs are too few to carve "
-                        f"{size} from (at least {2 * size} needed); give data.val or a smaller data.val_size")
+        raise UserError(
+            f"no validation split given and {len(train)} training pairs are too few to carve "
+            f"{size} from (at least {2 * size} needed); give data.val or a smaller data.val_size"
+        )
     chosen = np.random.default_rng(seed).permutation(len(train))[:size]
     rest = np.setdiff1d(np.arange(len(train)), chosen)
     log.info("no validation split: %d training pairs (seed %d) validate instead, %d train", size, seed, len(rest))
-    return DatasetDict({"train": train.select(rest), "val": train.select(np.sort(chosen)),
-                        **{split: ds for split, ds in text.items() if split != "train"}})
+    return DatasetDict(
+        {
+            "train": train.select(rest),
+            "val": train.select(np.sort(chosen)),
+            **{split: ds for split, ds in text.items() if split != "train"},
+        }
+    )

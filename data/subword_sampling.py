@@ -9,6 +9,7 @@ that: its random generators are per thread and, in our tests, not reproducible a
 processes even with a fixed seed.) alpha near 0 draws the n best about evenly; large alpha
 keeps the best one.
 """
+
 import numpy as np
 import sentencepiece as spm
 from datasets import Dataset

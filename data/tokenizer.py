@@ -4,15 +4,16 @@ The special ids are defined here, once (pad 0, unk 1, bos 2, eos 3): SentencePie
 put them exactly there, and training hands them to the model through its config, so ids
 mean the same in data, model, search and checkpoints.
 """
+
 import hashlib
 import io
 import json
 import logging
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 import sentencepiece as spm
@@ -121,12 +122,20 @@ def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
         # SentencePiece keeps a uniform sample of input_sentence_size of what it reads (a
         # reservoir), so a corpus of any size streams through in bounded memory.
         spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences, model_writer=stream,
-            model_type=cfg.model_type, vocab_size=cfg.vocab_size,
-            character_coverage=cfg.character_coverage, byte_fallback=cfg.byte_fallback,
-            input_sentence_size=cfg.max_sentences, shuffle_input_sentence=True,
-            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-            num_threads=os.cpu_count() or 1, minloglevel=2,
+            sentence_iterator=sentences,
+            model_writer=stream,
+            model_type=cfg.model_type,
+            vocab_size=cfg.vocab_size,
+            character_coverage=cfg.character_coverage,
+            byte_fallback=cfg.byte_fallback,
+            input_sentence_size=cfg.max_sentences,
+            shuffle_input_sentence=True,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,
         )
     except RuntimeError as e:  # e.g. vocab_size larger than the data supports
         said = str(e).strip().splitlines()[-1]  # "INTERNAL: src/x.cc(744) [check] Vocabulary size too high ..."
@@ -143,8 +152,12 @@ def _sentences(train: Dataset, columns: tuple[str, ...], cfg: TokenizerConfig) -
     if total <= cfg.max_sentences:
         yield from lines
         return
-    log.info("SentencePiece learns from %d of the %d training sentences, drawn with seed %d", cfg.max_sentences,
-             total, cfg.seed)
+    log.info(
+        "SentencePiece learns from %d of the %d training sentences, drawn with seed %d",
+        cfg.max_sentences,
+        total,
+        cfg.seed,
+    )
     keep = np.zeros(total, dtype=bool)
     keep[np.random.default_rng(cfg.seed).choice(total, cfg.max_sentences, replace=False)] = True
     yield from (line for line, kept in zip(lines, keep) if kept)
@@ -165,8 +178,12 @@ def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> To
     if all(p.is_file() for p in paths):
         log.info("tokenizer loaded from cache %s", folder)
     else:
-        log.info("training SentencePiece %s, vocabulary %d, %s", cfg.model_type, cfg.vocab_size,
-                 "joint" if cfg.joint else "separate")
+        log.info(
+            "training SentencePiece %s, vocabulary %d, %s",
+            cfg.model_type,
+            cfg.vocab_size,
+            "joint" if cfg.joint else "separate",
+        )
         sides = [("src", "tgt")] if cfg.joint else [("src",), ("tgt",)]  # joint: one model reads both
         for path, columns in zip(paths, sides):
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ Both engines take the search settings of inference/search_config.py (beam_size, 
 max_len_ratio, max_len_extra, batch_size) and translate alike (inference/contract.py): blank in,
 empty out; one line per translation.
 """
+
 from pathlib import Path
 
 import torch
@@ -29,8 +30,14 @@ from utils.errors import UserError
 ENGINES = ("auto", "minitrans", "ctranslate2")
 
 
-def load_translator(path: str | Path, engine: str = "auto", device: str | torch.device = "cpu",
-                    compute_type: str = "default", threads: int = 0, **search) -> Translating:
+def load_translator(
+    path: str | Path,
+    engine: str = "auto",
+    device: str | torch.device = "cpu",
+    compute_type: str = "default",
+    threads: int = 0,
+    **search,
+) -> Translating:
     """A translator for `path`: with engine "minitrans" this project's PyTorch decoder on a
     checkpoint (file, or run folder: its best.pt); with "ctranslate2" CTranslate2 on a directory
     written by export.py; "auto" picks by what `path` is. `compute_type` "int8" gives either
@@ -40,8 +47,10 @@ def load_translator(path: str | Path, engine: str = "auto", device: str | torch.
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r}: choose {', '.join(ENGINES)}")
     if search.get("beam_size") == 1 and "length_penalty" in search:
-        raise UserError("the length penalty is read by beam search only: greedy search (beam size 1) ranks nothing; "
-                        "give a beam size above 1")
+        raise UserError(
+            "the length penalty is read by beam search only: greedy search (beam size 1) ranks nothing; "
+            "give a beam size above 1"
+        )
     try:
         settings = SearchConfig(**search)
     except TypeError as e:  # a setting SearchConfig does not have
@@ -49,8 +58,14 @@ def load_translator(path: str | Path, engine: str = "auto", device: str | torch.
     exported = is_export(path)
     if engine == "ctranslate2" or (engine == "auto" and exported):
         device = torch.device(device)  # CTranslate2 names the kind ("cpu", "cuda") and the index apart
-        return CTranslate2Translator(path, settings, device=device.type, device_index=device.index or 0,
-                                     compute_type=compute_type, threads=threads)
+        return CTranslate2Translator(
+            path,
+            settings,
+            device=device.type,
+            device_index=device.index or 0,
+            compute_type=compute_type,
+            threads=threads,
+        )
     if exported:
         raise UserError(f"{path} is a CTranslate2 export: translate it with the ctranslate2 engine")
     if compute_type not in ("default", "float32", "int8", "bfloat16"):
@@ -59,9 +74,11 @@ def load_translator(path: str | Path, engine: str = "auto", device: str | torch.
     if compute_type == "int8" and device.type != "cpu":
         raise UserError("int8 (dynamic quantization) runs on the CPU only: give --device cpu")
     if compute_type == "bfloat16" and not native_bf16(device):
-        raise UserError(f"bfloat16 is not native on this {'GPU' if device.type == 'cuda' else 'CPU'} "
-                        f"({cpu_description() if device.type == 'cpu' else device}): emulated, it would be many "
-                        "times slower than float32; use float32 or int8")
+        raise UserError(
+            f"bfloat16 is not native on this {'GPU' if device.type == 'cuda' else 'CPU'} "
+            f"({cpu_description() if device.type == 'cpu' else device}): emulated, it would be many "
+            "times slower than float32; use float32 or int8"
+        )
     if threads:
         torch.set_num_threads(threads)
     model, tokenizer, _ = load_for_inference(path, device)

@@ -8,7 +8,8 @@ translation's pieces, then </s>), so a cross-attention row reads "while producin
 the decoder looked here". viz/ draws them; viz/attention_store.py stores them for the
 ATTENTION tab.
 """
-from contextlib import nullcontext
+
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -36,9 +37,14 @@ class SentenceAttention:
 
 
 @torch.no_grad()
-def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[str],
-                      translations: list[list[int]], references: list[str] | None = None,
-                      inside: bool = False) -> list[SentenceAttention]:
+def collect_attention(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    sentences: list[str],
+    translations: list[list[int]],
+    references: list[str] | None = None,
+    inside: bool = False,
+) -> list[SentenceAttention]:
     """Attention maps for sentences and their translations (target ids without bos/eos), and
     with `inside` the values inside each attention (the ATTENTION tab's inside view; about as
     many numbers again as the maps, so only where they are shown).
@@ -50,7 +56,8 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
     src_ids = [ids[:limit] for ids in tokenizer.encode_src(sentences)]
     tgt_in_ids = [[model.cfg.bos_id, *ids][:limit] for ids in translations]
     device = next(model.parameters()).device
-    recording = model.recording_attention() if inside else nullcontext({})  # kind -> per layer -> calls
+    # kind -> per layer -> calls
+    recording: AbstractContextManager[dict] = model.recording_attention() if inside else nullcontext({})
     with model.evaluating(), recording as record:
         attention = model(pad(src_ids).to(device), pad(tgt_in_ids).to(device), return_attention=True).attention
 
@@ -59,22 +66,32 @@ def collect_attention(model: Transformer, tokenizer: Tokenizer, sentences: list[
         s, t = len(src_ids[i]), len(tgt_in_ids[i])
         real = {"encoder_self": (s, s), "decoder_self": (t, t), "cross": (t, s)}  # (T_q, T_k) of each kind
         tgt_in = tokenizer.tgt_pieces(tgt_in_ids[i])
-        result.append(SentenceAttention(
-            source=sentence, translation=tokenizer.decode_tgt([translations[i]])[0],
-            reference=references[i] if references else None,
-            src_pieces=tokenizer.src_pieces(src_ids[i]), tgt_in_pieces=tgt_in,
-            tgt_out_pieces=tgt_in[1:] + ["</s>"],
-            maps={kind: [w[i, :, :real[kind][0], :real[kind][1]].float().cpu() for w in layers]  # (H, T_q, T_k)
-                  for kind, layers in attention._asdict().items()},
-            inside={kind: [_trimmed(calls[0], i, *real[kind]) for calls in layers] for kind, layers in record.items()},
-        ))
+        result.append(
+            SentenceAttention(
+                source=sentence,
+                translation=tokenizer.decode_tgt([translations[i]])[0],
+                reference=references[i] if references else None,
+                src_pieces=tokenizer.src_pieces(src_ids[i]),
+                tgt_in_pieces=tgt_in,
+                tgt_out_pieces=tgt_in[1:] + ["</s>"],
+                maps={
+                    kind: [w[i, :, : real[kind][0], : real[kind][1]].float().cpu() for w in layers]  # (H, T_q, T_k)
+                    for kind, layers in attention._asdict().items()
+                },
+                inside={
+                    kind: [_trimmed(calls[0], i, *real[kind]) for calls in layers] for kind, layers in record.items()
+                },
+            )
+        )
     return result
 
 
 def _trimmed(steps: AttentionSteps, row: int, t_q: int, t_k: int) -> AttentionSteps:
     """One sentence's values of a batched attention call, cut to its real lengths."""
-    return AttentionSteps(query=steps.query[row, :, :t_q].float().cpu(),  # (H, T_q, d_head)
-                          key=steps.key[row, :, :t_k].float().cpu(),  # (H, T_k, d_head)
-                          value=steps.value[row, :, :t_k].float().cpu(),
-                          heads=steps.heads[row, :, :t_q].float().cpu(),  # (H, T_q, d_head)
-                          output=steps.output[row, :t_q].float().cpu())  # (T_q, d_model)
+    return AttentionSteps(
+        query=steps.query[row, :, :t_q].float().cpu(),  # (H, T_q, d_head)
+        key=steps.key[row, :, :t_k].float().cpu(),  # (H, T_k, d_head)
+        value=steps.value[row, :, :t_k].float().cpu(),
+        heads=steps.heads[row, :, :t_q].float().cpu(),  # (H, T_q, d_head)
+        output=steps.output[row, :t_q].float().cpu(),
+    )  # (T_q, d_model)

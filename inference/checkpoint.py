@@ -4,6 +4,7 @@ A checkpoint alone is enough to translate: `load_for_inference` rebuilds the mod
 tokenizer from it. Files are written atomically and read with `weights_only=True`, which
 unpickles tensors and plain containers only, never arbitrary objects.
 """
+
 from pathlib import Path
 
 import torch
@@ -55,8 +56,10 @@ def resolve_checkpoint_path(path: str | Path, prefer: str | None = BEST) -> Path
         latest = latest_step_checkpoint(folder)
         if latest is None:
             if (folder / BEST).is_file():  # prefer None: a training checkpoint was asked for
-                raise UserError(f"{path} has no training checkpoint (step_N.pt) to resume from, only the weights of "
-                                f"{BEST}: train.init_from starts a new run from them")
+                raise UserError(
+                    f"{path} has no training checkpoint (step_N.pt) to resume from, only the weights of "
+                    f"{BEST}: train.init_from starts a new run from them"
+                )
             raise UserError(f"no checkpoint found in {path}")
         return latest
     return path
@@ -96,10 +99,16 @@ def load_weights(model: Transformer, weights: dict, path: str | Path) -> None:
     except RuntimeError:
         names = set(model.state_dict())
         missing, unexpected = sorted(names - set(weights)), sorted(set(weights) - names)
-        detail = (f"missing {missing[0]}" if missing else f"unexpected {unexpected[0]}" if unexpected
-                  else "tensor shapes differ")
-        raise UserError(f"{path}: its weights do not fit the model ({detail}); "
-                        "was it written by another version of minitrans?") from None
+        detail = (
+            f"missing {missing[0]}"
+            if missing
+            else f"unexpected {unexpected[0]}"
+            if unexpected
+            else "tensor shapes differ"
+        )
+        raise UserError(
+            f"{path}: its weights do not fit the model ({detail}); was it written by another version of minitrans?"
+        ) from None
 
 
 def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, Tokenizer, dict]:

@@ -2,7 +2,9 @@
 translate.py, the Python API and training use, and the behaviour both engines share, written
 once here: blank in, empty out; sources cut to the model's positions and counted; length-sorted
 batches; one line per translation."""
-from typing import Iterator, Protocol, Sequence, runtime_checkable
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
 
 from data import Tokenizer
 from inference.search_config import SearchConfig
@@ -45,4 +47,4 @@ def length_sorted_batches(sources: Sequence[Sequence], batch_size: int) -> Itera
     similar lengths pad little. An empty source is in none (its translation is empty)."""
     order = sorted((i for i, source in enumerate(sources) if source), key=lambda i: len(sources[i]))
     for start in range(0, len(order), batch_size):
-        yield order[start: start + batch_size]
+        yield order[start : start + batch_size]

@@ -13,12 +13,14 @@ SentencePiece model(s) (`spm_joint.model`, or `spm_src.model` and `spm_tgt.model
 `minitrans.json` (what inference/ct2_translator.py needs: languages, max_len, the special
 pieces) and a README.md model card.
 """
+
 import json
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import yaml
+from torch import nn
 
 from data import Tokenizer
 from model import Transformer
@@ -72,9 +74,11 @@ def transformer_spec(model: Transformer, tokenizer: Tokenizer):
 
     cfg = model.cfg
     activation = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU}[cfg.activation]
-    spec = ct2.TransformerSpec.from_config((cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads,
-                                           pre_norm=cfg.norm_first, activation=activation)
-    spec.config.layer_norm_epsilon = model.encoder.layers[0].self_attn_residual.norm.eps  # torch's 1e-5, not 1e-6
+    spec = ct2.TransformerSpec.from_config(
+        (cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads, pre_norm=cfg.norm_first, activation=activation
+    )
+    norm = next(m for m in model.modules() if isinstance(m, nn.LayerNorm))  # all share one epsilon
+    spec.config.layer_norm_epsilon = norm.eps  # torch's 1e-5, not CTranslate2's 1e-6
     positions = _array(model.positional.table)  # (max_len, d_model)
 
     encoder, decoder = spec.encoder, spec.decoder
@@ -110,8 +114,13 @@ def special_pieces(tokenizer: Tokenizer) -> dict[str, str]:
 def _commit() -> str:
     """The minitrans commit doing the export ("unknown" outside a git checkout)."""
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent, timeout=10)
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return done.stdout.strip() if done.returncode == 0 else "unknown"
@@ -136,31 +145,44 @@ def _score(value) -> str:
 
 
 def _model_card(manifest: dict) -> str:
-    scores = "\n".join(f"| {manifest['dataset']}, split {split} | {_score(s.get('bleu'))} | "
-                       f"{_score(s.get('bleu_moses_lowercase'))} |" for split, s in manifest["test"].items()) \
+    scores = (
+        "\n".join(
+            f"| {manifest['dataset']}, split {split} | {_score(s.get('bleu'))} | "
+            f"{_score(s.get('bleu_moses_lowercase'))} |"
+            for split, s in manifest["test"].items()
+        )
         or "| (no test scores for this checkpoint: a run scores its best.pt) | | |"
-    return f"""# minitrans {manifest['src_lang']}→{manifest['tgt_lang']} (CTranslate2)
+    )
+    return f"""# minitrans {manifest["src_lang"]}→{manifest["tgt_lang"]} (CTranslate2)
 
-A minitrans Transformer ({manifest['parameters']:,} parameters; {manifest['shape']}) exported to
-CTranslate2, weights in {manifest['quantization']}. Trained on: {manifest['dataset']}, {manifest['pair']}.
-Exported checkpoint: step {manifest['step']}, validation BLEU {_score(manifest['val_bleu'])}.
+A minitrans Transformer ({manifest["parameters"]:,} parameters; {manifest["shape"]}) exported to
+CTranslate2, weights in {manifest["quantization"]}. Trained on: {manifest["dataset"]}, {manifest["pair"]}.
+Exported checkpoint: step {manifest["step"]}, validation BLEU {_score(manifest["val_bleu"])}.
 
 | test set | sacreBLEU (cased) | BLEU, lowercased Moses tokens |
 |---|---|---|
 {scores}
 
-Exported by minitrans at commit {manifest['commit']}: `{manifest['command']}`
+Exported by minitrans at commit {manifest["commit"]}: `{manifest["command"]}`
 
-    python translate.py -c {manifest['folder_name']} --engine ctranslate2 "A sentence."
+    python translate.py -c {manifest["folder_name"]} --engine ctranslate2 "A sentence."
 
-or with CTranslate2 and SentencePiece alone: encode the source with `{manifest['spm'][0]}` into
+or with CTranslate2 and SentencePiece alone: encode the source with `{manifest["spm"][0]}` into
 pieces (no <s> or </s>), `ctranslate2.Translator(FOLDER).translate_batch(pieces, beam_size=5,
-disable_unk=True)`, decode the output pieces with `{manifest['spm'][-1]}`.
+disable_unk=True)`, decode the output pieces with `{manifest["spm"][-1]}`.
 """
 
 
-def export_ctranslate2(model: Transformer, tokenizer: Tokenizer, meta: dict, out_dir: Path, quantization: str,
-                       force: bool = False, results: dict | None = None, command: str = "") -> Path:
+def export_ctranslate2(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    meta: dict,
+    out_dir: Path,
+    quantization: str,
+    force: bool = False,
+    results: dict | None = None,
+    command: str = "",
+) -> Path:
     """Write the model as a CTranslate2 directory at `out_dir`, whole or not at all; `results`
     (a run's results.json) only if they are this checkpoint's scores.
 
@@ -190,16 +212,25 @@ def export_ctranslate2(model: Transformer, tokenizer: Tokenizer, meta: dict, out
             tokenizer.save(staging)
             cfg = model.cfg
             manifest = {
-                "format": "minitrans-ctranslate2", "version": 1, "src_lang": meta.get("src_lang", "?"),
-                "tgt_lang": meta.get("tgt_lang", "?"), "max_len": cfg.max_len,
+                "format": "minitrans-ctranslate2",
+                "version": 1,
+                "src_lang": meta.get("src_lang", "?"),
+                "tgt_lang": meta.get("tgt_lang", "?"),
+                "max_len": cfg.max_len,
                 "special_pieces": special_pieces(tokenizer),
                 "spm": ["spm_joint.model"] if tokenizer.joint else ["spm_src.model", "spm_tgt.model"],
-                "quantization": quantization, "parameters": model.num_parameters(),
+                "quantization": quantization,
+                "parameters": model.num_parameters(),
                 "shape": f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, d_model {cfg.d_model}, "
-                         f"d_ff {cfg.d_ff}, {cfg.n_heads} heads",
-                "dataset": dataset, "pair": pair, "step": meta.get("step", "?"),
-                "val_bleu": meta.get("val_bleu", "?"), "test": (results or {}).get("test", {}), "commit": _commit(),
-                "command": command, "folder_name": out_dir.name,
+                f"d_ff {cfg.d_ff}, {cfg.n_heads} heads",
+                "dataset": dataset,
+                "pair": pair,
+                "step": meta.get("step", "?"),
+                "val_bleu": meta.get("val_bleu", "?"),
+                "test": (results or {}).get("test", {}),
+                "commit": _commit(),
+                "command": command,
+                "folder_name": out_dir.name,
             }
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
             (staging / "README.md").write_text(_model_card(manifest), encoding="utf-8")

@@ -8,15 +8,16 @@ produced, and outputs cut at max_len_ratio * source pieces + max_len_extra (CTra
 limit per batch, the longest source's, over length-sorted batches as ours; each output is then
 cut to its own limit, so greedy outputs that run to the limit end where ours do).
 """
+
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
 from data import Tokenizer
-from inference.ct2_export import MANIFEST
 from inference.contract import length_sorted_batches, one_line, source_ids
+from inference.ct2_export import MANIFEST
 from inference.search_config import SearchConfig
 from model.search import length_limits
 from utils.errors import UserError
@@ -31,28 +32,40 @@ class CTranslate2Translator:
     "cpu" or "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's (default:
     the weights' own type; int8 quantizes on load)."""
 
-    def __init__(self, folder: str | Path, search: SearchConfig = SearchConfig(), device: str = "cpu",
-                 device_index: int = 0, compute_type: str = "default", threads: int = 0) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        search: SearchConfig = SearchConfig(),
+        device: str = "cpu",
+        device_index: int = 0,
+        compute_type: str = "default",
+        threads: int = 0,
+    ) -> None:
         try:
             import ctranslate2
         except ImportError:
             raise UserError("the ctranslate2 engine needs the ctranslate2 package: pip install ctranslate2") from None
         folder = Path(folder).expanduser()
         if not is_export(folder):
-            raise UserError(f"{folder} is not a minitrans CTranslate2 export (no {MANIFEST} and model.bin); "
-                            "make one with: python export.py -c RUN DIR")
+            raise UserError(
+                f"{folder} is not a minitrans CTranslate2 export (no {MANIFEST} and model.bin); "
+                "make one with: python export.py -c RUN DIR"
+            )
         try:
             manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
             models = [(folder / name).read_bytes() for name in manifest["spm"]]
             self.tokenizer = Tokenizer(models[0], models[-1])
             self.manifest, self.max_len, self.pieces = manifest, manifest["max_len"], manifest["special_pieces"]
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # RuntimeError: SentencePiece's
-            raise UserError(f"{folder} is not a readable export ({type(e).__name__}: {one_line(str(e))[:200]}); "
-                            "export it again with: python export.py -c RUN DIR --force") from None
+            raise UserError(
+                f"{folder} is not a readable export ({type(e).__name__}: {one_line(str(e))[:200]}); "
+                "export it again with: python export.py -c RUN DIR --force"
+            ) from None
         self.search = search.fits(self.max_len)
         try:
-            self.engine = ctranslate2.Translator(str(folder), device=device, device_index=device_index,
-                                                 compute_type=compute_type, intra_threads=threads)
+            self.engine = ctranslate2.Translator(
+                str(folder), device=device, device_index=device_index, compute_type=compute_type, intra_threads=threads
+            )
         except Exception as e:  # noqa: BLE001 - a corrupt model.bin fails with RuntimeError, ValueError, IndexError...
             raise UserError(f"CTranslate2 cannot load {folder}: {one_line(str(e)) or type(e).__name__}") from None
         self.truncated = 0
@@ -63,13 +76,20 @@ class CTranslate2Translator:
         sources = [[self.tokenizer.src.id_to_piece(i) for i in x] for x in ids]
         results: list[list[tuple[list[str], float]]] = [[] for _ in sources]
         search = self.search
-        limits = length_limits(torch.tensor([len(pieces) for pieces in sources]), search.max_len_ratio,
-                               search.max_len_extra, self.max_len).tolist()  # ours, per sentence
+        limits = length_limits(
+            torch.tensor([len(pieces) for pieces in sources]), search.max_len_ratio, search.max_len_extra, self.max_len
+        ).tolist()  # ours, per sentence
         for chunk in length_sorted_batches(sources, search.batch_size):
             found = self.engine.translate_batch(
-                [sources[i] for i in chunk], beam_size=search.beam_size, num_hypotheses=n_best,
-                length_penalty=search.length_penalty, max_decoding_length=limits[chunk[-1]], return_scores=True,
-                disable_unk=True, suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]])
+                [sources[i] for i in chunk],
+                beam_size=search.beam_size,
+                num_hypotheses=n_best,
+                length_penalty=search.length_penalty,
+                max_decoding_length=limits[chunk[-1]],
+                return_scores=True,
+                disable_unk=True,
+                suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]],
+            )
             for i, result in zip(chunk, found):
                 # the batch's limit is its longest source's: each output is cut to its own
                 results[i] = [(pieces[: limits[i]], score) for pieces, score in zip(result.hypotheses, result.scores)]

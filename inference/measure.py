@@ -1,9 +1,10 @@
 """A model measured on a parallel split: its teacher-forced loss, and the BLEU of its greedy
 translations. Validation during training and head importance both measure this way; it lives
 below both so that neither reaches into the other."""
+
 import math
-from contextlib import nullcontext
-from typing import Callable, ContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 import torch
 from datasets import Dataset
@@ -11,17 +12,22 @@ from torch.utils.data import DataLoader
 
 from data import Batch, Tokenizer
 from inference.scoring import score_translations
-from inference.translator import Translator
 from inference.search_config import SearchConfig
+from inference.translator import Translator
 from model import AttentionMaps, Transformer
 
 # what the forward passes run under: bf16 autocast in training, nothing elsewhere
-Autocast = Callable[[], ContextManager]
+Autocast = Callable[[], AbstractContextManager]
 
 
 @torch.no_grad()
-def teacher_forced_loss(model: Transformer, loader: DataLoader, device: torch.device, autocast: Autocast = nullcontext,
-                        on_attention: Callable[[Batch, AttentionMaps], None] | None = None) -> tuple[float, float]:
+def teacher_forced_loss(
+    model: Transformer,
+    loader: DataLoader,
+    device: torch.device,
+    autocast: Autocast = nullcontext,
+    on_attention: Callable[[Batch, AttentionMaps], None] | None = None,
+) -> tuple[float, float]:
     """Mean negative log-likelihood per target token (no label smoothing) and perplexity.
 
     `on_attention`, if given, receives each batch with the attention maps of its forward pass
@@ -31,8 +37,9 @@ def teacher_forced_loss(model: Transformer, loader: DataLoader, device: torch.de
         for batch in loader:
             batch = batch.to(device)
             with autocast():
-                _, summed_nll, attention = model(batch.src, batch.tgt_in, targets=batch.tgt_out,
-                                                 return_attention=on_attention is not None)
+                _, summed_nll, attention = model(
+                    batch.src, batch.tgt_in, targets=batch.tgt_out, return_attention=on_attention is not None
+                )
             if on_attention is not None:
                 on_attention(batch, attention)
             total_nll += summed_nll.item()
@@ -41,9 +48,15 @@ def teacher_forced_loss(model: Transformer, loader: DataLoader, device: torch.de
     return nll, math.exp(min(nll, 50.0))
 
 
-def loss_and_greedy_bleu(model: Transformer, tokenizer: Tokenizer, loader: DataLoader, text: Dataset,
-                         device: torch.device, autocast: Autocast = nullcontext,
-                         sentences: int | None = None) -> tuple[float, float]:
+def loss_and_greedy_bleu(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    loader: DataLoader,
+    text: Dataset,
+    device: torch.device,
+    autocast: Autocast = nullcontext,
+    sentences: int | None = None,
+) -> tuple[float, float]:
     """(loss over every batch of `loader`, greedy BLEU of the first `sentences` rows of `text`,
     all if None): what head importance compares with heads masked and not."""
     loss, _ = teacher_forced_loss(model, loader, device, autocast)

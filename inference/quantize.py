@@ -10,6 +10,7 @@ which a packed int8 weight does not offer. Embeddings and layer norms stay float
 One difference from float: an input is quantized with one scale for the whole batch, so unlike
 in float32 a sentence's translation can change (slightly) with the sentences batched with it.
 """
+
 import copy
 import warnings
 
@@ -21,8 +22,11 @@ from model import Transformer
 
 def quantize_int8(model: Transformer) -> Transformer:
     """An int8 copy of `model` for CPU inference (the original is left as it is)."""
-    names = {name for name, module in model.named_modules()
-             if isinstance(module, nn.Linear) and not name.endswith("cross_attn.in_proj")}
+    names = {
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Linear) and not name.endswith("cross_attn.in_proj")
+    }
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not a dependency
         warnings.simplefilter("ignore")
         return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model).cpu().eval(), names, dtype=torch.qint8)

@@ -1,5 +1,6 @@
 """Translation quality against references: sacreBLEU (cased and lowercased), chrF, and BLEU on
 Moses-tokenized lowercased text as published Multi30k results measure it."""
+
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF

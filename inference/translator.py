@@ -1,6 +1,7 @@
 """Sentences in, sentences out: tokenize, batch by length, search, detokenize, restore order."""
+
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -25,8 +26,14 @@ class Translator:
             faster where the hardware has bf16 (utils/device.native_bf16), emulated elsewhere.
     """
 
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, search: SearchConfig = SearchConfig(),
-                 use_cache: bool = True, bf16: bool = False) -> None:
+    def __init__(
+        self,
+        model: Transformer,
+        tokenizer: Tokenizer,
+        search: SearchConfig = SearchConfig(),
+        use_cache: bool = True,
+        bf16: bool = False,
+    ) -> None:
         self.search = search.fits(model.cfg.max_len)
         self.model, self.tokenizer = model, tokenizer
         self.use_cache = use_cache  # False re-runs the decoder over the prefix (benchmarks, checks)
@@ -47,8 +54,9 @@ class Translator:
         """Source piece ids, cut to the model's max_len (counted in `truncated`, with a warning)."""
         ids, self.truncated = source_ids(self.tokenizer, sentences, self.max_len)
         if self.truncated:
-            log.warning("%d source sentence(s) longer than the model's %d pieces were truncated",
-                        self.truncated, self.max_len)
+            log.warning(
+                "%d source sentence(s) longer than the model's %d pieces were truncated", self.truncated, self.max_len
+            )
         return ids
 
     @torch.no_grad()
@@ -63,8 +71,9 @@ class Translator:
                 if search.beam_size == 1:
                     found = [[h] for h in greedy_search(self.model, src, max_len, self.use_cache)]
                 else:
-                    found = beam_search(self.model, src, search.beam_size, max_len, search.length_penalty, n_best,
-                                        self.use_cache)
+                    found = beam_search(
+                        self.model, src, search.beam_size, max_len, search.length_penalty, n_best, self.use_cache
+                    )
                 for i, hypotheses in zip(chunk, found):
                     results[i] = hypotheses
         self.last_hypotheses = results
@@ -85,11 +94,13 @@ class Translator:
     def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
         """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
         found = self.find(self.source_ids(sentences), n_best)
-        return [list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else []
-                for hyps in found]
+        return [
+            list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else [] for hyps in found
+        ]
 
-    def attention(self, sentences: Sequence[str], found: list[list[Hypothesis]] | None = None,
-                  inside: bool = False) -> list[SentenceAttention | None]:
+    def attention(
+        self, sentences: Sequence[str], found: list[list[Hypothesis]] | None = None, inside: bool = False
+    ) -> list[SentenceAttention | None]:
         """Every attention map (all kinds, layers, heads) of each sentence with its best
         translation (from `found`, these sentences' hypotheses if already searched), with
         `inside` also the values inside each attention; None for a sentence without source
@@ -97,8 +108,13 @@ class Translator:
         if found is None:
             found = self.find(self.source_ids(sentences))
         rows = [i for i, hyps in enumerate(found) if hyps]
-        maps = collect_attention(self.model, self.tokenizer, [sentences[i].strip() for i in rows],
-                                 [found[i][0].tokens for i in rows], inside=inside)
+        maps = collect_attention(
+            self.model,
+            self.tokenizer,
+            [sentences[i].strip() for i in rows],
+            [found[i][0].tokens for i in rows],
+            inside=inside,
+        )
         result: list[SentenceAttention | None] = [None] * len(sentences)
         for i, att in zip(rows, maps):
             result[i] = att

@@ -7,6 +7,7 @@ maps, tests) can look at them without hooks or hidden module state. The other va
 call (the heads' queries, keys and values, each head's output, their projection by W_O) are
 kept only on request: MultiHeadAttention.recording.
 """
+
 import math
 from typing import NamedTuple
 
@@ -73,7 +74,7 @@ class KVCache:
 
     def update(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
         """Store the new keys/values (appended unless static) and return all of them."""
-        if self.key is not None and not self.static:
+        if self.key is not None and self.value is not None and not self.static:
             key = torch.cat([self.key, key], dim=2)
             value = torch.cat([self.value, value], dim=2)
         self.key, self.value = key, value
@@ -81,7 +82,7 @@ class KVCache:
 
     def reorder(self, index: Tensor) -> None:
         """Keep batch rows `index` (beam search reshuffles and prunes hypotheses)."""
-        if self.key is not None:
+        if self.key is not None and self.value is not None:
             self.key = self.key.index_select(0, index)
             self.value = self.value.index_select(0, index)
 
@@ -104,6 +105,8 @@ class MultiHeadAttention(nn.Module):
     projects Q, K and V); cross-attention passes decoder states as `query` and the encoder
     output as `key_value`.
     """
+
+    head_gate: Tensor | None  # a buffer (see __init__), which a type checker cannot see through
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
         super().__init__()

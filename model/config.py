@@ -1,4 +1,5 @@
 """Model configuration: shape, regularisation, and the special token ids it is told."""
+
 from dataclasses import asdict, dataclass
 
 
@@ -38,8 +39,16 @@ class TransformerConfig:
     eos_id: int = 3
 
     def __post_init__(self) -> None:
-        sizes = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers",
-                 "d_ff", "max_len")
+        sizes = (
+            "src_vocab_size",
+            "tgt_vocab_size",
+            "d_model",
+            "n_heads",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "d_ff",
+            "max_len",
+        )
         for name in sizes:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")

@@ -6,6 +6,7 @@ Here one 64-bit random draw serves four elements with 16 random bits each, and t
 applied with a single multiply forward and backward: about 3.3x faster than `F.dropout`
 (forward and backward). On other devices `F.dropout` is already a fused kernel and is used.
 """
+
 import functools
 import math
 

@@ -1,4 +1,5 @@
 """Token embeddings and positional encodings."""
+
 import math
 
 import torch
@@ -19,7 +20,7 @@ class TokenEmbedding(nn.Module):
         self.scale = math.sqrt(d_model)
 
     @property
-    def weight(self) -> nn.Parameter:
+    def weight(self) -> Tensor:
         return self.embedding.weight
 
     def forward(self, tokens: Tensor) -> Tensor:

@@ -1,4 +1,5 @@
 """Encoder and decoder layers: attention and feed-forward sub-layers with residuals."""
+
 from torch import Tensor, nn
 
 from model.attention import KVCache, MultiHeadAttention
@@ -99,11 +100,11 @@ class DecoderLayer(nn.Module):
             weights (B, H, T, S).
         """
         # 1. masked self-attention over the target prefix
-        x, self_attn_weights = self.self_attn_residual(
-            x, lambda h: self.self_attn(h, h, tgt_mask, self_attn_cache))
+        x, self_attn_weights = self.self_attn_residual(x, lambda h: self.self_attn(h, h, tgt_mask, self_attn_cache))
         # 2. cross-attention: queries from the decoder, keys and values from the encoder
         x, cross_attn_weights = self.cross_attn_residual(
-            x, lambda h: self.cross_attn(h, memory, src_mask, cross_attn_cache))
+            x, lambda h: self.cross_attn(h, memory, src_mask, cross_attn_cache)
+        )
         # 3. position-wise feed-forward
         x, _ = self.feed_forward_residual(x, lambda h: (self.feed_forward(h), None))
         return x, self_attn_weights, cross_attn_weights

@@ -2,6 +2,7 @@
 
 Masks are shaped to broadcast against attention scores of shape (B, H, T_q, T_k).
 """
+
 import torch
 from torch import Tensor
 

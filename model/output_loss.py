@@ -20,6 +20,7 @@ and (V x d_model) results instead of the big matrix: one in-place exp and the tw
 are all the backward does with it. Padded positions are left out by the caller, so they cost
 nothing at all.
 """
+
 import torch
 from torch import Tensor
 

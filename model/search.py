@@ -8,6 +8,7 @@ measure what it saves.
 Every sentence has its own length limit (from its own source length), so a translation never
 depends on what else is in the batch. Pad, bos and unk are never produced.
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -42,8 +43,9 @@ def _limits(max_len: int | Tensor, batch: int, device: torch.device) -> Tensor:
     return torch.full((batch,), max_len, dtype=torch.long, device=device)
 
 
-def _next_log_probs(model: Transformer, history: Tensor, memory: Tensor, src_mask: Tensor,
-                    cache: DecoderCache | None, at_limit: Tensor) -> Tensor:
+def _next_log_probs(
+    model: Transformer, history: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None, at_limit: Tensor
+) -> Tensor:
     """Log-probabilities (N, V) of the token after `history` (N, t), bos included.
 
     Tokens that a translation may not contain get -inf; rows `at_limit` (N,) may only end.
@@ -65,8 +67,7 @@ def _next_log_probs(model: Transformer, history: Tensor, memory: Tensor, src_mas
 
 
 @torch.no_grad()
-def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_cache: bool = True
-                  ) -> list[Hypothesis]:
+def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_cache: bool = True) -> list[Hypothesis]:
     """The most likely next token at every step.
 
     Args:
@@ -100,8 +101,15 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_ca
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int | Tensor, length_penalty: float = 1.0,
-                n_best: int = 1, use_cache: bool = True) -> list[list[Hypothesis]]:
+def beam_search(
+    model: Transformer,
+    src: Tensor,
+    beam_size: int,
+    max_len: int | Tensor,
+    length_penalty: float = 1.0,
+    n_best: int = 1,
+    use_cache: bool = True,
+) -> list[list[Hypothesis]]:
     """Batched beam search.
 
     Each sentence keeps K = `beam_size` live hypotheses. At every step the best 2K
@@ -160,7 +168,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int | 
                 prefix = prefixes[row * k + int(cand_beam[row, rank])]
                 log_prob = float(cand_scores[row, rank])
                 length = len(prefix) + 1
-                finished[active[row]].append(Hypothesis(prefix, log_prob / length ** length_penalty, log_prob))
+                finished[active[row]].append(Hypothesis(prefix, log_prob / length**length_penalty, log_prob))
 
         # 2. the best K candidates that go on
         cand_scores = cand_scores.masked_fill(ends, float("-inf"))
@@ -177,8 +185,11 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int, max_len: int | 
         for row in range(n):
             hyps = finished[active[row]]
             ranked = sorted((h.score for h in hyps), reverse=True)
-            if (len(hyps) >= k or step >= int(limits[row])
-                    or (len(ranked) >= n_best and ranked[n_best - 1] >= best_possible[row])):
+            if (
+                len(hyps) >= k
+                or step >= int(limits[row])
+                or (len(ranked) >= n_best and ranked[n_best - 1] >= best_possible[row])
+            ):
                 done.append(row)
         if done:
             live = [row for row in range(n) if row not in set(done)]

@@ -1,6 +1,8 @@
 """The encoder-decoder Transformer: encode, decode (optionally step by step), forward."""
+
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -82,12 +84,16 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
         self.final_norm = final_norm(cfg)
 
-    def forward(self, x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor | None,
-                cache: DecoderCache | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+    def forward(
+        self, x: Tensor, memory: Tensor, src_mask: Tensor, tgt_mask: Tensor | None, cache: DecoderCache | None = None
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         self_weights, cross_weights = [], []
         for i, layer in enumerate(self.layers):
             x, w_self, w_cross = layer(
-                x, memory, src_mask, tgt_mask,
+                x,
+                memory,
+                src_mask,
+                tgt_mask,
                 cache.self_attn[i] if cache is not None else None,
                 cache.cross_attn[i] if cache is not None else None,
             )
@@ -106,8 +112,9 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.src_embedding = TokenEmbedding(cfg.src_vocab_size, cfg.d_model, cfg.pad_id)
-        self.tgt_embedding = (self.src_embedding if cfg.share_embeddings
-                              else TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id))
+        self.tgt_embedding = (
+            self.src_embedding if cfg.share_embeddings else TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id)
+        )
         self.positional = PositionalEncoding(cfg.d_model, cfg.max_len, learned=cfg.positional == "learned")
         self.embedding_dropout = Dropout(cfg.dropout)
         self.encoder = Encoder(cfg)
@@ -121,7 +128,7 @@ class Transformer(nn.Module):
         for name, p in self.named_parameters():
             if "embedding" in name:
                 # std d^-0.5: times the sqrt(d) scale of TokenEmbedding gives unit-size inputs
-                nn.init.normal_(p, std=self.cfg.d_model ** -0.5)
+                nn.init.normal_(p, std=self.cfg.d_model**-0.5)
             elif p.dim() > 1 and "positional" not in name:
                 # the stacked W_Q, W_K, W_V each get the init of a separate (d, d) matrix
                 for block in p.split(self.cfg.d_model) if "in_proj" in name else [p]:
@@ -148,9 +155,13 @@ class Transformer(nn.Module):
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Every attention module, by kind, layers in order."""
-        return AttentionMaps([layer.self_attn for layer in self.encoder.layers],
-                             [layer.self_attn for layer in self.decoder.layers],
-                             [layer.cross_attn for layer in self.decoder.layers])._asdict()
+        encoder = [layer for layer in self.encoder.layers if isinstance(layer, EncoderLayer)]  # all of them, typed
+        decoder = [layer for layer in self.decoder.layers if isinstance(layer, DecoderLayer)]
+        return {
+            "encoder_self": [layer.self_attn for layer in encoder],
+            "decoder_self": [layer.self_attn for layer in decoder],
+            "cross": [layer.cross_attn for layer in decoder],
+        }
 
     @contextmanager
     def recording_attention(self) -> Iterator[dict[str, list[list[AttentionSteps]]]]:
@@ -158,7 +169,7 @@ class Transformer(nn.Module):
         layer -> the calls in order (one each for a teacher-forced forward pass). Inference only:
         what is kept holds on to its graph."""
         modules = self.attention_modules()
-        record = {kind: [[] for _ in layers] for kind, layers in modules.items()}
+        record: dict[str, list[list[AttentionSteps]]] = {kind: [[] for _ in layers] for kind, layers in modules.items()}
         for kind, layers in modules.items():
             for module, calls in zip(layers, record[kind]):
                 module.recording = calls
@@ -206,8 +217,9 @@ class Transformer(nn.Module):
         memory, weights = self.encoder(x, src_mask)
         return memory, src_mask, weights
 
-    def decoder_states(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor,
-                       cache: DecoderCache | None = None) -> DecoderOutput:
+    def decoder_states(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None
+    ) -> DecoderOutput:
         """The decoder's final states for each target position, before the output layer
         (training's loss starts from them: model/output_loss.py).
 
@@ -230,8 +242,9 @@ class Transformer(nn.Module):
         x = self.embedding_dropout(self.positional(self.tgt_embedding(tgt_in), offset))
         return DecoderOutput(*self.decoder(x, memory, src_mask, tgt_mask, cache))
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor,
-               cache: DecoderCache | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """Next-token logits for each target position: `decoder_states` through the output layer.
 
         Returns:
@@ -244,8 +257,14 @@ class Transformer(nn.Module):
     def new_cache(self) -> DecoderCache:
         return DecoderCache(self.cfg.n_decoder_layers)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor | None = None, label_smoothing: float = 0.0,
-                return_attention: bool = False) -> TransformerOutput:
+    def forward(
+        self,
+        src: Tensor,
+        tgt_in: Tensor,
+        targets: Tensor | None = None,
+        label_smoothing: float = 0.0,
+        return_attention: bool = False,
+    ) -> TransformerOutput:
         """Teacher-forced pass over (B, S) source and (B, T) decoder input ids.
 
         Without `targets`: the logits (B, T, tgt_vocab_size). With `targets` (B, T): the

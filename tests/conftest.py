@@ -22,8 +22,13 @@ def toy(tmp_path_factory):
     from data import DataConfig, TokenizerConfig, prepare_data
     from helpers import TOY_CORPUS
 
-    return prepare_data(DataConfig(dir=str(TOY_CORPUS), cache_dir=str(tmp_path_factory.mktemp("toy_cache")),
-                                   tokenizer=TokenizerConfig(vocab_size=360)))
+    return prepare_data(
+        DataConfig(
+            dir=str(TOY_CORPUS),
+            cache_dir=str(tmp_path_factory.mktemp("toy_cache")),
+            tokenizer=TokenizerConfig(vocab_size=360),
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +81,14 @@ def toy_run(tmp_path_factory):
     from helpers import TOY_CORPUS, run_train
 
     run_dir = tmp_path_factory.mktemp("toy_run")
-    run_train(run_dir, "experiment=ci", f"data.dir={TOY_CORPUS}", "data.tokenizer.vocab_size=360", "train.max_steps=20",
-              "train.eval_every=10", "train.head_importance=false",
-              f"data.cache_dir={tmp_path_factory.mktemp('toy_run_cache')}")
+    run_train(
+        run_dir,
+        "experiment=ci",
+        f"data.dir={TOY_CORPUS}",
+        "data.tokenizer.vocab_size=360",
+        "train.max_steps=20",
+        "train.eval_every=10",
+        "train.head_importance=false",
+        f"data.cache_dir={tmp_path_factory.mktemp('toy_run_cache')}",
+    )
     return run_dir

@@ -1,4 +1,5 @@
 """Our attention against PyTorch's reference implementations, and its invariants."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -46,8 +47,9 @@ def test_weights_sum_to_one_and_masked_entries_are_exactly_zero():
     torch.manual_seed(1)
     tokens = random_padded_tokens(4, 7, seed=1)
     mask = decoder_self_attention_mask(tokens, 0)
-    _, weights = scaled_dot_product_attention(torch.randn(4, 2, 7, 8), torch.randn(4, 2, 7, 8),
-                                              torch.randn(4, 2, 7, 8), mask)
+    _, weights = scaled_dot_product_attention(
+        torch.randn(4, 2, 7, 8), torch.randn(4, 2, 7, 8), torch.randn(4, 2, 7, 8), mask
+    )
     full = mask.expand_as(weights)
     assert (weights[~full] == 0).all()
     torch.testing.assert_close(weights.sum(-1), torch.ones(4, 2, 7))
@@ -85,8 +87,9 @@ def test_multi_head_attention_matches_torch(kind):
     else:
         mask = padding_mask(src_tokens, 0)
         out, w = ours(x, memory, mask)
-        ref_out, ref_w = ref(x, memory, memory, key_padding_mask=~padding_mask(src_tokens, 0)[:, 0, 0],
-                             average_attn_weights=False)
+        ref_out, ref_w = ref(
+            x, memory, memory, key_padding_mask=~padding_mask(src_tokens, 0)[:, 0, 0], average_attn_weights=False
+        )
     torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(w, ref_w, rtol=1e-5, atol=1e-6)
 
@@ -116,8 +119,11 @@ def test_recorded_steps_are_the_computation_of_the_returned_weights_and_output()
     with model.recording_attention() as record:
         attention = model(src, tgt, return_attention=True).attention
     assert all(module.recording is None for layers in model.attention_modules().values() for module in layers)
-    masks = {"encoder_self": padding_mask(src, model.cfg.pad_id), "cross": padding_mask(src, model.cfg.pad_id),
-             "decoder_self": decoder_self_attention_mask(tgt, model.cfg.pad_id)}
+    masks = {
+        "encoder_self": padding_mask(src, model.cfg.pad_id),
+        "cross": padding_mask(src, model.cfg.pad_id),
+        "decoder_self": decoder_self_attention_mask(tgt, model.cfg.pad_id),
+    }
     modules = model.attention_modules()
     for kind, layers in record.items():
         for layer, calls in enumerate(layers):
@@ -125,7 +131,7 @@ def test_recorded_steps_are_the_computation_of_the_returned_weights_and_output()
             q, k, v, heads, output = calls[0]
             d_head = model.cfg.d_model // model.cfg.n_heads
             assert q.shape[1:] == (model.cfg.n_heads, q.size(2), d_head)
-            scores = (q @ k.transpose(-2, -1) / d_head ** 0.5).masked_fill(~masks[kind], float("-inf"))
+            scores = (q @ k.transpose(-2, -1) / d_head**0.5).masked_fill(~masks[kind], float("-inf"))
             weights = scores.softmax(-1).nan_to_num(0.0)  # (B, H, T_q, T_k); padded query rows: all masked
             torch.testing.assert_close(weights, getattr(attention, kind)[layer])
             torch.testing.assert_close(heads, weights @ v)

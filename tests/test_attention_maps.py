@@ -1,4 +1,5 @@
 """Attention maps: in TensorBoard after the `ci` run, and the weights behind the figures."""
+
 import io
 
 import pytest
@@ -6,10 +7,10 @@ import torch
 from PIL import Image
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from inference.checkpoint import load_for_inference
-from inference.translator import Translator
-from inference.search_config import SearchConfig
 from inference.attention import collect_attention
+from inference.checkpoint import load_for_inference
+from inference.search_config import SearchConfig
+from inference.translator import Translator
 from viz.attention import attention_figure, save_pngs, tag
 from viz.kinds import KINDS, axis_labels
 
@@ -71,5 +72,6 @@ def test_figures_and_png_files(probe_maps, tmp_path):
     assert "attention weight" in [ax.get_ylabel() for ax in fig.axes]  # the shared colorbar
     paths = save_pngs(maps[0], tmp_path, "sentence1")
     assert sorted(p.name for p in paths) == sorted(
-        f"sentence1_{kind}_layer{layer}.png" for kind in KINDS for layer in range(1, N_LAYERS + 1))
+        f"sentence1_{kind}_layer{layer}.png" for kind in KINDS for layer in range(1, N_LAYERS + 1)
+    )
     assert all(Image.open(p).format == "PNG" for p in paths)

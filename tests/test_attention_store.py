@@ -1,5 +1,6 @@
 """The attention files behind the ATTENTION tab: what is written is what is read, atomically,
 and only folders with attention are runs."""
+
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,11 +23,16 @@ def fake_attention(source: str, s: int, t: int, layers: int = 2, heads: int = 3,
             scores = scores.masked_fill(torch.ones(t_q, t_k).triu(1).bool(), float("-inf"))
         return list(scores.softmax(-1))
 
-    return SimpleNamespace(source=source, translation="a dog .", reference=None,
-                           src_pieces=[f"▁s{i}" for i in range(s)], tgt_in_pieces=["<s>", *[f"▁t{i}" for i in range(t - 1)]],
-                           tgt_out_pieces=[*[f"▁t{i}" for i in range(t - 1)], "</s>"],
-                           maps={"encoder_self": maps(s, s), "decoder_self": maps(t, t, causal=True), "cross": maps(t, s)},
-                           inside={})  # as from a version before the values inside were kept
+    return SimpleNamespace(
+        source=source,
+        translation="a dog .",
+        reference=None,
+        src_pieces=[f"▁s{i}" for i in range(s)],
+        tgt_in_pieces=["<s>", *[f"▁t{i}" for i in range(t - 1)]],
+        tgt_out_pieces=[*[f"▁t{i}" for i in range(t - 1)], "</s>"],
+        maps={"encoder_self": maps(s, s), "decoder_self": maps(t, t, causal=True), "cross": maps(t, s)},
+        inside={},
+    )  # as from a version before the values inside were kept
 
 
 def test_the_kinds_and_values_inside_are_the_models_in_its_order():
@@ -84,7 +90,10 @@ def test_a_sentence_in_memory_reads_as_from_a_file_and_its_output_is_the_heads_t
 
 
 def test_written_weights_and_sentences_are_read_back(tmp_path):
-    sentences = [fake_attention("Ein Hund.", s=4, t=5, seed=1), fake_attention("Zwei Männer im Park.", s=9, t=7, seed=2)]
+    sentences = [
+        fake_attention("Ein Hund.", s=4, t=5, seed=1),
+        fake_attention("Zwei Männer im Park.", s=9, t=7, seed=2),
+    ]
     path = write_step(tmp_path, 80, sentences)
     assert path == step_path(tmp_path, 80) and path.name == "step_00000080.npz"
     stored = read_step(tmp_path, 80)

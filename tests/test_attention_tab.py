@@ -1,5 +1,6 @@
 """The ATTENTION tab of TensorBoard: its backend routes on the `ci` run (the tab in a browser:
 test_attention_tab_browser.py)."""
+
 import gzip
 import json
 import os
@@ -16,8 +17,8 @@ from werkzeug.test import Client
 
 from utils.checkpoint_files import checkpoint_step, step_checkpoint_path, step_checkpoints
 from viz.attention_store import read_step
-from viz.kinds import KINDS
 from viz.attention_tab.plugin import AttentionPlugin
+from viz.kinds import KINDS
 
 N_LAYERS, N_HEADS, N_PROBES = 2, 4, 3  # the tiny model of experiment=ci; attention_probes default
 
@@ -42,8 +43,14 @@ def test_the_plugin_is_registered_for_tensorboard():
 def test_the_plugin_imports_where_tensorboard_runs(tmp_path):
     """TensorBoard's process has the installed viz package, not the checkout on its path: the
     plugin must import from there alone (found once: a module of the checkout outside viz)."""
-    result = subprocess.run([sys.executable, "-c", "import viz.attention_tab.plugin"], cwd=tmp_path,
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", "import viz.attention_tab.plugin"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ""},
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -66,8 +73,10 @@ def test_sentences_are_the_probe_set(plugin, multi30k_dir):
     status, body = get(plugin, "/sentences", run=".", step="240")
     assert status == 200
     assert [s["source"] for s in body["sentences"]] == first  # the first validation sentences, fixed
-    assert all(s["layers"] == {k: N_LAYERS for k in KINDS} and s["heads"] == {k: N_HEADS for k in KINDS}
-               for s in body["sentences"])
+    assert all(
+        s["layers"] == {k: N_LAYERS for k in KINDS} and s["heads"] == {k: N_HEADS for k in KINDS}
+        for s in body["sentences"]
+    )
 
 
 def test_maps_are_attention_trimmed_to_the_pieces(plugin, ci_run):
@@ -87,8 +96,15 @@ def test_maps_are_attention_trimmed_to_the_pieces(plugin, ci_run):
     assert untrained.shape != trained.shape or not np.allclose(untrained, trained, atol=0.01)
 
 
-INSIDE_QUERY = {"run": ".", "step": "240", "probe": "1", "kind": "decoder_self", "layer": "1", "head": "2",
-                "query": "3"}
+INSIDE_QUERY = {
+    "run": ".",
+    "step": "240",
+    "probe": "1",
+    "kind": "decoder_self",
+    "layer": "1",
+    "head": "2",
+    "query": "3",
+}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -117,7 +133,7 @@ def test_inside_is_one_querys_computation_from_the_stored_values(plugin, ci_run,
     assert sum(w for w, seen in zip(body["softmax"], body["visible"]) if not seen) == 0
     # the head's output is the model's own Σ w_j v_j, and it is head `head`'s part of the concatenation
     np.testing.assert_allclose(body["head_output"], np.array(row) @ np.array(body["values"]), atol=2e-2)
-    assert body["concat"][head * d_head:(head + 1) * d_head] == body["head_output"]
+    assert body["concat"][head * d_head : (head + 1) * d_head] == body["head_output"]
     assert len(body["concat"]) == len(body["output"]) == body["heads"] * d_head
 
 
@@ -140,8 +156,18 @@ def test_a_typed_sentence_gets_what_translate_py_gives_for_it(plugin, ci_run):
         assert status == 200 and maps["rows"] and maps["cols"]
         for layer, weights in enumerate(expected.maps[kind]):
             np.testing.assert_allclose(maps["layers"][layer], weights.numpy(), atol=1e-3)
-    status, inside = get(plugin, "/inside", run=".", checkpoint="best", text=sentence, probe="0", kind="cross",
-                         layer="0", head="1", query="0")
+    status, inside = get(
+        plugin,
+        "/inside",
+        run=".",
+        checkpoint="best",
+        text=sentence,
+        probe="0",
+        kind="cross",
+        layer="0",
+        head="1",
+        query="0",
+    )
     assert status == 200
     np.testing.assert_allclose(inside["q"], expected.inside["cross"][0].query[1, 0].numpy(), atol=2e-3, rtol=1e-3)
     # a step's checkpoint: that checkpoint's maps
@@ -220,35 +246,57 @@ def test_a_file_of_the_users_among_the_checkpoints_is_left_alone(ci_run, tmp_pat
 
 def test_a_run_without_checkpoints_says_so(ci_run, tmp_path):
     shutil.copytree(ci_run / "attention", tmp_path / "fresh" / "attention")
-    status, body = get(AttentionPlugin(TBContext(logdir=str(tmp_path))), "/sentences", run="fresh",
-                       checkpoint="best", text="Ein Hund.")
+    status, body = get(
+        AttentionPlugin(TBContext(logdir=str(tmp_path))), "/sentences", run="fresh", checkpoint="best", text="Ein Hund."
+    )
     assert status == 400 and "no checkpoint 'best'" in body["error"]
     assert get(AttentionPlugin(TBContext(logdir=str(tmp_path))), "/runs")[1]["runs"][0]["checkpoints"] == []
 
 
-@pytest.mark.parametrize("route, params, status, words", [
-    ("/sentences", {"run": "nope", "step": "0"}, 404, "no run 'nope'"),
-    ("/sentences", {"run": ".", "step": "7"}, 404, "no attention at step 7"),
-    ("/sentences", {"run": ".", "step": "x"}, 400, "step must be an integer"),
-    ("/sentences", {"run": ".", "step": "\u00b2"}, 400, "step must be an integer"),  # a digit to str.isdigit
-    ("/sentences", {"run": ".", "step": "9" * 5000}, 400, "step must be an integer"),  # past int()'s limit
-    ("/sentences", {"run": "a\0b", "step": "0"}, 404, "no run"),
-    ("/maps", {"run": ".", "step": "0", "probe": "--5", "kind": "cross"}, 400, "probe must be an integer"),
-    ("/maps", {"run": ".", "step": "0", "probe": "9", "kind": "cross"}, 404, "probe must be in 0..2"),
-    ("/maps", {"run": ".", "step": "0", "probe": "0", "kind": "self"}, 400, "kind must be one of"),
-    ("/inside", {**INSIDE_QUERY, "layer": "2"}, 404, "layer must be in 0..1"),
-    ("/inside", {**INSIDE_QUERY, "head": "-1"}, 404, "head must be in 0..3"),
-    ("/inside", {**INSIDE_QUERY, "query": "99"}, 404, "query must be in 0.."),
-    ("/inside", {**INSIDE_QUERY, "query": "1.5"}, 400, "query must be an integer"),
-    ("/sentences", {"run": ".", "checkpoint": "best", "text": "  "}, 400, "type a sentence"),
-    ("/sentences", {"run": ".", "checkpoint": "best", "text": "Hund " * 101}, 400, "pieces; at most 100 are translated"),
-    ("/maps", {"run": ".", "checkpoint": "best", "text": "Ein Hund.", "version": "1-2", "probe": "0", "kind": "cross"},
-     409, "was rewritten since this sentence was translated"),
-    ("/sentences", {"run": ".", "checkpoint": "7", "text": "Ein Hund."}, 400, "no checkpoint of step 7"),
-    ("/sentences", {"run": ".", "checkpoint": "last", "text": "Ein Hund."}, 400, "checkpoint must be 'best' or a step"),
-    ("/maps", {"run": ".", "checkpoint": "best", "text": "Ein Hund.", "probe": "1", "kind": "cross"}, 404,
-     "probe must be in 0..0"),
-])
+@pytest.mark.parametrize(
+    "route, params, status, words",
+    [
+        ("/sentences", {"run": "nope", "step": "0"}, 404, "no run 'nope'"),
+        ("/sentences", {"run": ".", "step": "7"}, 404, "no attention at step 7"),
+        ("/sentences", {"run": ".", "step": "x"}, 400, "step must be an integer"),
+        ("/sentences", {"run": ".", "step": "\u00b2"}, 400, "step must be an integer"),  # a digit to str.isdigit
+        ("/sentences", {"run": ".", "step": "9" * 5000}, 400, "step must be an integer"),  # past int()'s limit
+        ("/sentences", {"run": "a\0b", "step": "0"}, 404, "no run"),
+        ("/maps", {"run": ".", "step": "0", "probe": "--5", "kind": "cross"}, 400, "probe must be an integer"),
+        ("/maps", {"run": ".", "step": "0", "probe": "9", "kind": "cross"}, 404, "probe must be in 0..2"),
+        ("/maps", {"run": ".", "step": "0", "probe": "0", "kind": "self"}, 400, "kind must be one of"),
+        ("/inside", {**INSIDE_QUERY, "layer": "2"}, 404, "layer must be in 0..1"),
+        ("/inside", {**INSIDE_QUERY, "head": "-1"}, 404, "head must be in 0..3"),
+        ("/inside", {**INSIDE_QUERY, "query": "99"}, 404, "query must be in 0.."),
+        ("/inside", {**INSIDE_QUERY, "query": "1.5"}, 400, "query must be an integer"),
+        ("/sentences", {"run": ".", "checkpoint": "best", "text": "  "}, 400, "type a sentence"),
+        (
+            "/sentences",
+            {"run": ".", "checkpoint": "best", "text": "Hund " * 101},
+            400,
+            "pieces; at most 100 are translated",
+        ),
+        (
+            "/maps",
+            {"run": ".", "checkpoint": "best", "text": "Ein Hund.", "version": "1-2", "probe": "0", "kind": "cross"},
+            409,
+            "was rewritten since this sentence was translated",
+        ),
+        ("/sentences", {"run": ".", "checkpoint": "7", "text": "Ein Hund."}, 400, "no checkpoint of step 7"),
+        (
+            "/sentences",
+            {"run": ".", "checkpoint": "last", "text": "Ein Hund."},
+            400,
+            "checkpoint must be 'best' or a step",
+        ),
+        (
+            "/maps",
+            {"run": ".", "checkpoint": "best", "text": "Ein Hund.", "probe": "1", "kind": "cross"},
+            404,
+            "probe must be in 0..0",
+        ),
+    ],
+)
 def test_bad_requests_get_a_status_and_one_message(plugin, route, params, status, words):
     got, body = get(plugin, route, **params)
     assert got == status and words in body["error"] and len(body["error"]) < 300
@@ -283,4 +331,3 @@ def test_static_serves_only_its_own_files(plugin):
     assert app.get("/data/plugin/attention/static/../plugin.py").status_code == 404
     assert app.get("/data/plugin/attention/static/views/../../plugin.py").status_code == 404
     assert app.get("/data/plugin/attention/static/nothing.js").status_code == 404
-

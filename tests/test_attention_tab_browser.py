@@ -1,17 +1,19 @@
 """The ATTENTION tab itself in a real headless Chromium driven by Selenium, as a user opens it."""
+
 import os
 import re
 import shutil
 
 import pytest
-from helpers.browser import TensorBoard, browser_missing, headless_chromium, wait_for
 
+from helpers.browser import TensorBoard, browser_missing, headless_chromium, wait_for
 from viz.attention_store import read_step, steps
 
 N_LAYERS, N_HEADS, N_PROBES = 2, 4, 3  # the tiny model of experiment=ci; attention_probes default
 
 
 # --- in a real browser ------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def chrome():
@@ -30,7 +32,8 @@ def drawing(driver) -> tuple[str, list[str]]:
     """What the heatmap shows: the body's record of the drawn selection and every cell's fill."""
     return driver.execute_script(
         "return [document.body.dataset.drawn || '',"
-        " Array.from(document.querySelectorAll('#heatmap rect.cell')).map(r => r.getAttribute('fill'))]")
+        " Array.from(document.querySelectorAll('#heatmap rect.cell')).map(r => r.getAttribute('fill'))]"
+    )
 
 
 def test_the_attention_tab_in_chromium(chrome, ci_run, tmp_path):
@@ -53,7 +56,9 @@ def test_the_attention_tab_in_chromium(chrome, ci_run, tmp_path):
         stored = read_step(ci_run, steps(ci_run)[-1])
         rows, cols = stored.axis_labels(0, "cross")
         assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == rows
-        assert [e.get_attribute("textContent") for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .col-label")] == cols
+        assert [
+            e.get_attribute("textContent") for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .col-label")
+        ] == cols
         drawn, fills = drawing(chrome)
         assert drawn == ".|240|0|cross|0|mean|map" and len(fills) == len(rows) * len(cols)
         assert "source" in chrome.find_element(By.ID, "caption").text
@@ -62,7 +67,11 @@ def test_the_attention_tab_in_chromium(chrome, ci_run, tmp_path):
         cell = chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="1"][data-k="0"]')
         ActionChains(chrome).move_to_element(cell).perform()
         tooltip = chrome.find_element(By.ID, "tooltip").text
-        assert f"query {rows[1]}" in tooltip and f"key {cols[0]}" in tooltip and cell.get_attribute("data-weight")[:4] in tooltip
+        assert (
+            f"query {rows[1]}" in tooltip
+            and f"key {cols[0]}" in tooltip
+            and cell.get_attribute("data-weight")[:4] in tooltip
+        )
         assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label.lit")] == [rows[1]]
 
         # the step slider goes back to step 0: a different drawing (untrained weights)
@@ -132,8 +141,9 @@ def test_inside_a_head_and_a_typed_sentence_in_chromium(chrome, ci_run):
         chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")
         wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|cross|0|mean|map", "the first heatmap")
         chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="2"][data-k="0"]').click()
-        wait_for(chrome, lambda d: inside_view(d)["drawn"] == ".|240|0|cross|0|0|inside|q2",
-                 "the inside view of query 2")
+        wait_for(
+            chrome, lambda d: inside_view(d)["drawn"] == ".|240|0|cross|0|0|inside|q2", "the inside view of query 2"
+        )
         view = inside_view(chrome)
         stored = read_step(ci_run, 240).inside(0, "cross", 0)["query"][0, 2]  # head 1, query 2
         np.testing.assert_allclose(view["q"], stored, atol=1e-4)
@@ -157,8 +167,14 @@ def test_inside_a_head_and_a_typed_sentence_in_chromium(chrome, ci_run):
         sentence = "Ein Hund läuft durch den Schnee."
         box.clear()
         box.send_keys(sentence, Keys.ENTER)
-        wait_for(chrome, lambda d: re.fullmatch(rf"\.\|typed best [0-9-]+: {sentence}\|0\|cross\|0\|0\|inside\|q2",
-                                                inside_view(d)["drawn"]), "the typed sentence's inside view", timeout=120)
+        wait_for(
+            chrome,
+            lambda d: re.fullmatch(
+                rf"\.\|typed best [0-9-]+: {sentence}\|0\|cross\|0\|0\|inside\|q2", inside_view(d)["drawn"]
+            ),
+            "the typed sentence's inside view",
+            timeout=120,
+        )
         [expected] = load_translator(ci_run).attention([sentence], inside=True)
         view = inside_view(chrome)
         assert view["cols"] == view["keys"] == expected.src_pieces and view["weights"] == view["row"]
@@ -207,11 +223,13 @@ def test_the_tab_draws_only_maps_of_the_selection_and_refreshes_only_on_news(chr
         Select(chrome.find_element(By.ID, "kind")).select_by_value("encoder_self")
         Select(chrome.find_element(By.ID, "layer")).select_by_value("1")
         assert drawing(chrome)[0] == ".|240|0|cross|0|mean|map"
-        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == \
-            stored.axis_labels(0, "cross")[0]
+        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == stored.axis_labels(
+            0, "cross"
+        )[0]
         wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|encoder_self|1|mean|map", "the new kind and layer")
-        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == \
-            stored.axis_labels(0, "encoder_self")[0]
+        assert [e.text for e in chrome.find_elements(By.CSS_SELECTOR, "#heatmap .row-label")] == stored.axis_labels(
+            0, "encoder_self"
+        )[0]
     finally:
         chrome.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]})
         board.close()
@@ -224,8 +242,11 @@ def test_the_tab_explains_a_logdir_without_attention(chrome, tmp_path):
         chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")  # what the tab's frame loads
         from selenium.webdriver.common.by import By
 
-        text = wait_for(chrome, lambda d: "No run under" in d.find_element(By.ID, "message").text
-                        and d.find_element(By.ID, "message").text, "the message")
+        text = wait_for(
+            chrome,
+            lambda d: "No run under" in d.find_element(By.ID, "message").text and d.find_element(By.ID, "message").text,
+            "the message",
+        )
         assert "train.attention_every" in text
         assert not chrome.find_elements(By.CSS_SELECTOR, "#heatmap")
     finally:
@@ -259,13 +280,20 @@ def test_a_typed_sentence_follows_a_rewritten_checkpoint_and_a_run_without_one_s
         shutil.copyfile(second, best)
         os.utime(best, ns=(1, 1))
         box.send_keys(Keys.ENTER)  # the same sentence again
-        wait_for(chrome, lambda d: f": {sentence}|0|cross|" in drawing(d)[0] and drawing(d)[0] != before,
-                 "the sentence translated by the rewritten checkpoint", timeout=120)
+        wait_for(
+            chrome,
+            lambda d: f": {sentence}|0|cross|" in drawing(d)[0] and drawing(d)[0] != before,
+            "the sentence translated by the rewritten checkpoint",
+            timeout=120,
+        )
         assert drawing(chrome)[1] != old_fills
 
         Select(chrome.find_element(By.ID, "run")).select_by_value("fresh")
-        wait_for(chrome, lambda d: "this run has no checkpoint yet" in d.find_element(By.ID, "typed-message").text,
-                 "the message beside the box")
+        wait_for(
+            chrome,
+            lambda d: "this run has no checkpoint yet" in d.find_element(By.ID, "typed-message").text,
+            "the message beside the box",
+        )
         assert not chrome.find_element(By.ID, "translate").is_enabled()
     finally:
         board.close()

@@ -7,6 +7,7 @@ The commands run as a user runs them: train.py in its own process (Hydra's start
 is tested), the others through their `main(argv)` in this process (the same parsing and error
 handling, without a new interpreter and torch import for each of the many cases).
 """
+
 import hashlib
 import io
 import json
@@ -25,18 +26,20 @@ import heads
 import translate
 from data import DataConfig
 from data.prepare import load_corpus
+from helpers import TOY_CORPUS, run_script, run_train
+from helpers.servers import EmptyHubHandler, free_port, serving
 from inference import load_translator
 from inference.checkpoint import load_checkpoint
 from utils.errors import UserError
 
-from helpers import TOY_CORPUS, run_script, run_train
-from helpers.servers import EmptyHubHandler, free_port, serving
-
 
 def snapshot(folder: Path) -> dict[str, str]:
     """{path relative to `folder`: sha256} of every file below it."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +129,10 @@ TRANSLATE = {
     "no such device": (["-c", "{u}/run", "--device", "gpu0", "x"], "--device 'gpu0' is not a device"),
     "no checkpoint given": (["x"], "the following arguments are required: -c/--checkpoint"),
     "sentences and a file": (["-c", "{u}/run", "-i", "{u}/in.de", "x"], "give sentences as arguments or with -i"),
-    "output into a missing folder": (["-c", "{u}/run", "-o", "{u}/no/such/out.en", "x"],
-                                     "cannot write {u}/no/such/out.en: No such file or directory"),
+    "output into a missing folder": (
+        ["-c", "{u}/run", "-o", "{u}/no/such/out.en", "x"],
+        "cannot write {u}/no/such/out.en: No such file or directory",
+    ),
     "output is a folder": (["-c", "{u}/run", "-o", "{u}/run", "x"], "cannot write {u}/run: Is a directory"),
     "output under a file": (["-c", "{u}/run", "-o", "{u}/a_file/out.en", "x"], "cannot write {u}/a_file/out.en"),
     "output to a full disk": (["-c", "{u}/run", "-o", "/dev/full", "x"], "No space left on device"),
@@ -135,18 +140,31 @@ TRANSLATE = {
     "head spec": (["-c", "{u}/run", "--mask-heads", "cross:1", "x"], "'cross:1' is not KIND:LAYER:HEAD"),
     "head out of range": (["-c", "{u}/run", "--mask-heads", "cross:9:1", "x"], "--mask-heads: cross has layers 1-2"),
     "head kind": (["-c", "{u}/run", "--mask-heads", "self:1:1", "x"], "kind 'self' is not one of"),
-    "length penalty, greedy": (["-c", "{u}/run", "--greedy", "--length-penalty", "0.6", "x"],
-                               "the length penalty is read by beam search only"),
-    "length ratio inf": (["-c", "{u}/run", "--max-len-ratio", "inf", "x"],
-                         "the maximum length ratio must be a number from 0 to 256"),
+    "length penalty, greedy": (
+        ["-c", "{u}/run", "--greedy", "--length-penalty", "0.6", "x"],
+        "the length penalty is read by beam search only",
+    ),
+    "length ratio inf": (
+        ["-c", "{u}/run", "--max-len-ratio", "inf", "x"],
+        "the maximum length ratio must be a number from 0 to 256",
+    ),
     "length ratio nan": (["-c", "{u}/run", "--max-len-ratio", "nan", "x"], "argument --max-len-ratio: must be >= 0"),
-    "huge extra length": (["-c", "{u}/run", "--max-len-extra", str(10 ** 30), "x"],
-                          "the maximum extra length must be from 0 to 256 pieces"),
-    "attention into a file": (["-c", "{u}/run", "--attention", "{u}/a_file", "x"],
-                              "--attention {u}/a_file: cannot make the folder for the figures"),
-    "attention from CTranslate2": (["-c", "{u}/export", "--attention", "{u}/maps", "x"],
-                                   "--attention, --show-attention and --mask-heads need the minitrans engine"),
-    "CTranslate2 on a checkpoint": (["-c", "{u}/run", "--engine", "ctranslate2", "x"], "is not a minitrans CTranslate2 export"),
+    "huge extra length": (
+        ["-c", "{u}/run", "--max-len-extra", str(10**30), "x"],
+        "the maximum extra length must be from 0 to 256 pieces",
+    ),
+    "attention into a file": (
+        ["-c", "{u}/run", "--attention", "{u}/a_file", "x"],
+        "--attention {u}/a_file: cannot make the folder for the figures",
+    ),
+    "attention from CTranslate2": (
+        ["-c", "{u}/export", "--attention", "{u}/maps", "x"],
+        "--attention, --show-attention and --mask-heads need the minitrans engine",
+    ),
+    "CTranslate2 on a checkpoint": (
+        ["-c", "{u}/run", "--engine", "ctranslate2", "x"],
+        "is not a minitrans CTranslate2 export",
+    ),
     "ours on an export": (["-c", "{u}/export", "--engine", "minitrans", "x"], "is a CTranslate2 export"),
     "compute type": (["-c", "{u}/run", "--compute-type", "int4", "x"], "float32, bfloat16 or int8, not 'int4'"),
     "CTranslate2 compute type": (["-c", "{u}/export", "--compute-type", "int4", "x"], "CTranslate2 cannot load"),
@@ -163,7 +181,9 @@ def test_translate_py(case, user, untouched, capsys, monkeypatch):
 
 def test_what_once_failed_now_translates(user, untouched, capsys):
     """int8 with silenced heads once raised a traceback (no float weight to find a device on)."""
-    status = translate.main(["-c", str(user / "run"), "--compute-type", "int8", "--mask-heads", "cross:1:1", "Ein Hund."])
+    status = translate.main(
+        ["-c", str(user / "run"), "--compute-type", "int8", "--mask-heads", "cross:1:1", "Ein Hund."]
+    )
     assert status == 0 and capsys.readouterr().out.strip()
 
 
@@ -173,7 +193,10 @@ EXPORT = {
     "missing checkpoint": (["-c", "{u}/nope", "{u}/out"], "checkpoint {u}/nope does not exist"),
     "corrupt checkpoint": (["-c", "{u}/truncated.pt", "{u}/out"], "is not a readable minitrans checkpoint"),
     "onto a file": (["-c", "{u}/run", "{u}/a_file"], "{u}/a_file exists and is not a minitrans export"),
-    "onto a file, forced": (["-c", "{u}/run", "{u}/a_file", "--force"], "{u}/a_file exists and is not a minitrans export"),
+    "onto a file, forced": (
+        ["-c", "{u}/run", "{u}/a_file", "--force"],
+        "{u}/a_file exists and is not a minitrans export",
+    ),
     "onto another folder": (["-c", "{u}/run", "{u}/not_export", "--force"], "is not a minitrans export; not replacing"),
     "onto an export": (["-c", "{u}/run", "{u}/export"], "{u}/export is an earlier export; give --force"),
     "under a file": (["-c", "{u}/run", "{u}/a_file/out"], "cannot write {u}/a_file/out: "),
@@ -192,8 +215,10 @@ def test_export_py(case, user, untouched, capsys):
 HEADS = {
     "missing checkpoint": (["-c", "{u}/nope"], "checkpoint {u}/nope does not exist"),
     "no sentences": (["-c", "{u}/run", "--sentences", "0"], "argument --sentences: must be at least 1"),
-    "missing data folder": (["-c", "{u}/run", "--data-dir", "{u}/nowhere", "-o", "{u}/x.json"],
-                            "Multi30k folder {u}/nowhere (from data.dir) does not exist"),
+    "missing data folder": (
+        ["-c", "{u}/run", "--data-dir", "{u}/nowhere", "-o", "{u}/x.json"],
+        "Multi30k folder {u}/nowhere (from data.dir) does not exist",
+    ),
 }
 
 
@@ -239,43 +264,66 @@ TRAIN = {
     "dropout": (["model.dropout=1.2"], "model.dropout and model.attention_dropout must be in [0, 1)"),
     "warmup": (["train.warmup_steps=-5"], "train.warmup_steps must be >= 0, not -5"),
     "empty probe": (["train.attention_sentences=['Ein Hund.','  ']"], "train.attention_sentences holds an empty"),
-    "resume and init": (["train.init_from=x", "train.resume=y"], "give train.resume (continue a run) or train.init_from"),
+    "resume and init": (
+        ["train.init_from=x", "train.resume=y"],
+        "give train.resume (continue a run) or train.init_from",
+    ),
     "reserve": (["train.reserve_minutes=60"], "train.reserve_minutes must be at least 0 and below train.max_minutes"),
     "subword sampling": (["data.subword_sampling=-0.5"], "data.subword_sampling must be >= 0 (0: off)"),
-    "sampling with BPE": (["data.subword_sampling=0.5", "data.tokenizer.model_type=bpe"],
-                          "data.subword_sampling needs data.tokenizer.model_type=unigram"),
+    "sampling with BPE": (
+        ["data.subword_sampling=0.5", "data.tokenizer.model_type=bpe"],
+        "data.subword_sampling needs data.tokenizer.model_type=unigram",
+    ),
     "validation size": (["data=files", "data.train=x", "data.val_size=0"], "data.val_size must be positive, not 0"),
     "quoting": (["data=tsv", "data.train=x", "data.quoting=excel"], "data.quoting must be none or csv, not 'excel'"),
     "missing folder": (["data.dir=/does/not/exist"], "Multi30k folder /does/not/exist (from data.dir) does not exist"),
     "no GPU": (["train.device=cuda:0"], "train.device is cuda:0 but no CUDA GPU is available"),
-    "unread: files with Multi30k": (["data.train=/corpus/train"], "data.train is read by data=files, tsv, jsonl, hf; "
-                                                                  "add data=files"),
-    "unread: floor without decay": (["train.schedule=constant", "train.lr_floor=0.1"],
-                                    "train.lr_floor is read by train.schedule=linear only"),
+    "unread: files with Multi30k": (
+        ["data.train=/corpus/train"],
+        "data.train is read by data=files, tsv, jsonl, hf; add data=files",
+    ),
+    "unread: floor without decay": (
+        ["train.schedule=constant", "train.lr_floor=0.1"],
+        "train.lr_floor is read by train.schedule=linear only",
+    ),
     "unread: vocabulary size": (["model.src_vocab_size=1000"], "model.src_vocab_size is not read: a run takes it"),
     "unread: header of JSONL": (["data=jsonl", "data.train=x", "data.header=true"], "data.header is read by data=tsv"),
-    "line counts": (["data=files", "data.train={u}/short"], "line counts differ: {u}/short.de has 3 lines, "
-                                                            "{u}/short.en has 2"),
+    "line counts": (
+        ["data=files", "data.train={u}/short"],
+        "line counts differ: {u}/short.de has 3 lines, {u}/short.en has 2",
+    ),
     "not UTF-8": (["data=files", "data.train={u}/latin1"], "{u}/latin1.de is not valid UTF-8 (line 2, byte 4"),
     "empty split": (["data=files", "data.train={u}/empty"], "holds no pairs for split 'train'"),
     "too few columns": (["data=tsv", "data.train={u}/two_columns.tsv"], "two_columns.tsv line 2 has 1 column(s)"),
     "not JSON": (["data=jsonl", "data.train={u}/bad.jsonl"], "bad.jsonl line 2 is not JSON"),
     "half a character": (["data=jsonl", "data.train={u}/half.jsonl"], "half of a UTF-16 surrogate pair"),
     "corrupt resume": (["train.resume={u}/truncated.pt"], "truncated.pt is not a readable minitrans checkpoint"),
-    "resume from weights only": (["train.resume={u}/run/checkpoints/best.pt"], "holds weights only (no training "
-                                                                              "state) and cannot be resumed"),
-    "resume a run of weights only": (["train.resume={u}/run"], "{u}/run has no training checkpoint (step_N.pt) to "
-                                                               "resume from, only the weights of best.pt"),
-    "another language pair": (["train.init_from={u}/run", "data.src_lang=en", "data.tgt_lang=de"],
-                              "translates de->en, but this run is en->de"),
-    "too many pieces": (["data.tokenizer.vocab_size=100000"], "SentencePiece training failed: Vocabulary size too "
-                                                              "high (100000). Please set it to a value <= 364"),
+    "resume from weights only": (
+        ["train.resume={u}/run/checkpoints/best.pt"],
+        "holds weights only (no training state) and cannot be resumed",
+    ),
+    "resume a run of weights only": (
+        ["train.resume={u}/run"],
+        "{u}/run has no training checkpoint (step_N.pt) to resume from, only the weights of best.pt",
+    ),
+    "another language pair": (
+        ["train.init_from={u}/run", "data.src_lang=en", "data.tgt_lang=de"],
+        "translates de->en, but this run is en->de",
+    ),
+    "too many pieces": (
+        ["data.tokenizer.vocab_size=100000"],
+        "SentencePiece training failed: Vocabulary size too high (100000). Please set it to a value <= 364",
+    ),
     "run folder under a file": (["hydra.run.dir={u}/a_file/run"], "Not a directory: {u}/a_file"),
     "cache under a file": (["data.cache_dir={u}/a_file/cache"], "Not a directory: {u}/a_file/cache"),
-    "download refused": (["data.dir=null", "data.url='http://127.0.0.1:{port}/{{split}}.{{lang}}.gz'"],
-                         "cannot download http://127.0.0.1:{port}/train.de.gz: connection refused"),
-    "no such dataset on the hub": (["data=hf", "data.name=nobody/nothing"],
-                                   "'nobody/nothing' is not a dataset on the Hugging Face hub"),
+    "download refused": (
+        ["data.dir=null", "data.url='http://127.0.0.1:{port}/{{split}}.{{lang}}.gz'"],
+        "cannot download http://127.0.0.1:{port}/train.de.gz: connection refused",
+    ),
+    "no such dataset on the hub": (
+        ["data=hf", "data.name=nobody/nothing"],
+        "'nobody/nothing' is not a dataset on the Hugging Face hub",
+    ),
 }
 
 
@@ -299,13 +347,16 @@ def test_train_py(case, user, untouched, tmp_path):
 
 # --- data files, fuzzed ------------------------------------------------------------------------
 
-TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]) | st.sampled_from("\t\n\r\"{}[]\\"),
-               max_size=40)
+TEXT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]) | st.sampled_from('\t\n\r"{}[]\\'), max_size=40
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(source=st.lists(st.binary(max_size=30) | TEXT.map(str.encode), max_size=6),
-       target=st.lists(st.binary(max_size=30) | TEXT.map(str.encode), max_size=6))
+@given(
+    source=st.lists(st.binary(max_size=30) | TEXT.map(str.encode), max_size=6),
+    target=st.lists(st.binary(max_size=30) | TEXT.map(str.encode), max_size=6),
+)
 def test_any_parallel_files_load_or_say_why_in_one_line(source, target, tmp_path):
     """Whatever bytes two files of a split hold: pairs, or one UserError line; never another error."""
     for lang, lines in (("de", source), ("en", target)):
@@ -321,9 +372,19 @@ def test_any_parallel_files_load_or_say_why_in_one_line(source, target, tmp_path
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(["tsv", "jsonl"]), header=st.booleans(), quoting=st.sampled_from(["none", "csv"]),
-       lines=st.lists(TEXT | st.builds(json.dumps, st.dictionaries(st.sampled_from(["de", "en", "translation"]),
-                                                                 TEXT | st.dictionaries(TEXT, TEXT))), max_size=5))
+@given(
+    kind=st.sampled_from(["tsv", "jsonl"]),
+    header=st.booleans(),
+    quoting=st.sampled_from(["none", "csv"]),
+    lines=st.lists(
+        TEXT
+        | st.builds(
+            json.dumps,
+            st.dictionaries(st.sampled_from(["de", "en", "translation"]), TEXT | st.dictionaries(TEXT, TEXT)),
+        ),
+        max_size=5,
+    ),
+)
 def test_any_table_loads_or_says_why_in_one_line(kind, header, quoting, lines, tmp_path):
     path = tmp_path / f"corpus.{kind}"
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -334,15 +395,35 @@ def test_any_table_loads_or_says_why_in_one_line(kind, header, quoting, lines, t
         assert "\n" not in str(error)
 
 
-NUMBERS = st.one_of(st.integers(-10 ** 20, 10 ** 20), st.floats(allow_nan=True, allow_infinity=True),
-                    st.text(string.ascii_letters + string.digits + ".-", max_size=8))
+NUMBERS = st.one_of(
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(string.ascii_letters + string.digits + ".-", max_size=8),
+)
 
 
 @settings(max_examples=80, deadline=None)
-@given(name=st.sampled_from(["train.lr", "train.max_steps", "train.max_minutes", "train.reserve_minutes",
-                             "train.warmup_steps", "train.label_smoothing", "train.max_tokens", "train.eval_every",
-                             "model.dropout", "model.d_model", "model.n_heads", "data.val_size",
-                             "data.tokenizer.vocab_size", "data.subword_sampling"]), value=NUMBERS)
+@given(
+    name=st.sampled_from(
+        [
+            "train.lr",
+            "train.max_steps",
+            "train.max_minutes",
+            "train.reserve_minutes",
+            "train.warmup_steps",
+            "train.label_smoothing",
+            "train.max_tokens",
+            "train.eval_every",
+            "model.dropout",
+            "model.d_model",
+            "model.n_heads",
+            "data.val_size",
+            "data.tokenizer.vocab_size",
+            "data.subword_sampling",
+        ]
+    ),
+    value=NUMBERS,
+)
 def test_any_setting_value_is_taken_or_refused_in_one_line(name, value):
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException

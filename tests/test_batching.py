@@ -1,4 +1,5 @@
 """data/batching.py: the token-bucket sampler and collate."""
+
 import pytest
 import torch
 
@@ -37,8 +38,10 @@ def test_sampler_order_depends_on_epoch_and_seed_only(toy):
 @pytest.mark.parametrize("world_size", [2, 3])
 def test_sampler_ranks_are_disjoint_covering_and_equal(toy, world_size):
     src_len, tgt_len = lengths(toy)
-    shards = [list(TokenBucketSampler(src_len, tgt_len, 256, seed=0, rank=r, world_size=world_size))
-              for r in range(world_size)]
+    shards = [
+        list(TokenBucketSampler(src_len, tgt_len, 256, seed=0, rank=r, world_size=world_size))
+        for r in range(world_size)
+    ]
     assert len({len(s) for s in shards}) == 1, "every rank must run the same number of steps"
     seen = [i for shard in shards for b in shard for i in b]
     assert len(seen) == len(set(seen)) == len(src_len)

@@ -1,4 +1,5 @@
 """Checkpoint files (inference/checkpoint.py): atomic writes."""
+
 import pytest
 import torch
 
@@ -32,6 +33,7 @@ def test_older_weights_translate_but_only_this_versions_training_state_resumes(c
     torch.save(checkpoint, old)
     model, _, _ = load_for_inference(old)
     assert torch.equal(model.state_dict()["output_proj.weight"], checkpoint["model"]["output_proj.weight"])
-    with pytest.raises(UserError, match=f"format version {WEIGHTS_SINCE}; this minitrans resumes training from "
-                                        f"version {VERSION}$"):
+    with pytest.raises(
+        UserError, match=f"format version {WEIGHTS_SINCE}; this minitrans resumes training from version {VERSION}$"
+    ):
         load_checkpoint(old, for_training=True)

@@ -1,4 +1,5 @@
 """utils/cli.py: what every command does with errors, a closed pipe and a stop."""
+
 import argparse
 import io
 import signal
@@ -14,6 +15,7 @@ from utils.errors import UserError
 def raising(error: BaseException):
     def run() -> None:
         raise error
+
     return run
 
 
@@ -57,8 +59,12 @@ def test_a_bad_option_is_one_line_and_status_2(capsys):
     parser = OneLineErrorParser(prog="x")
     parser.add_argument("-b", type=positive_int)
     parser.add_argument("-a", type=non_negative_float)
-    for argv, said in ((["-b", "0"], "must be at least 1, not 0"), (["-a", "-1"], "must be >= 0, not -1"),
-                       (["-a", "nan"], "must be >= 0, not nan"), (["--nope"], "unrecognized arguments: --nope")):
+    for argv, said in (
+        (["-b", "0"], "must be at least 1, not 0"),
+        (["-a", "-1"], "must be >= 0, not -1"),
+        (["-a", "nan"], "must be >= 0, not nan"),
+        (["--nope"], "unrecognized arguments: --nope"),
+    ):
         with pytest.raises(SystemExit) as exited:
             parser.parse_args(argv)
         assert exited.value.code == 2

@@ -1,4 +1,5 @@
 """The Hydra configuration (conf/, training/config.py) and train.py's one-line errors."""
+
 import dataclasses
 import json
 
@@ -8,12 +9,11 @@ from omegaconf import OmegaConf
 
 from data import DataConfig
 from data.prepare import load_corpus
+from helpers import CONF, compose_config
 from model import TransformerConfig
 from training.config import FROM_TOKENIZER, RunConfig, TrainConfig, to_run_config
 from utils.errors import UserError
 from utils.settings import READ_WHEN
-
-from helpers import CONF, compose_config
 
 
 def leaves(tree: dict, prefix: str = "") -> dict:
@@ -44,8 +44,11 @@ def test_every_config_composes_to_the_schema_defaults_and_what_its_files_change(
     assert composed == expected
 
 
-@pytest.mark.parametrize("path", sorted(p for group in ("model", "data") for p in (CONF / group).glob("*.yaml")),
-                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for group in ("model", "data") for p in (CONF / group).glob("*.yaml")),
+    ids=lambda p: f"{p.parent.name}/{p.stem}",
+)
 def test_group_options_set_only_what_differs_from_the_schema(path):
     """Every default lives in the schema's dataclasses alone: an option that repeated one would be
     a second copy that could drift from it."""
@@ -79,11 +82,12 @@ def test_experiment_files_hold_only_what_they_change(path):
         assert without[key] != value, f"{path.name} sets {key} to {value!r}, which it already is"
     default_model = to_run_config(compose_config()).model
     for override in experiment.get("defaults", []):
-        (group, option), = override.items()
+        ((group, option),) = override.items()
         assert group == "override /model" and to_run_config(compose_config(f"model={option}")).model != default_model
 
 
 # --- a setting the run would not read is refused (utils/settings.py) --------------------------
+
 
 def rules(config_class) -> dict:
     """{field name: its ReadWhen} of a config dataclass."""
@@ -91,16 +95,41 @@ def rules(config_class) -> dict:
 
 
 # a value unlike each field's default, to give it
-GIVEN = {"dir": "/corpus", "url": "'http://127.0.0.1:1/{split}.{lang}.gz'", "train": "/corpus/train",
-         "val": "/corpus/dev", "test": "[/corpus/test]", "val_size": "500", "val_seed": "7", "src_field": "de",
-         "tgt_field": "en", "header": "true", "quoting": "csv", "name": "/data/wmt16", "subset": "de-en",
-         "subword_n_best": "4", "reserve_minutes": "2", "lr_floor": "0.1", "length_penalty": "0.6",
-         "attention_probes": "1", "attention_sentences": "['Ein Hund.']", "head_importance_sentences": "10"}
+GIVEN = {
+    "dir": "/corpus",
+    "url": "'http://127.0.0.1:1/{split}.{lang}.gz'",
+    "train": "/corpus/train",
+    "val": "/corpus/dev",
+    "test": "[/corpus/test]",
+    "val_size": "500",
+    "val_seed": "7",
+    "src_field": "de",
+    "tgt_field": "en",
+    "header": "true",
+    "quoting": "csv",
+    "name": "/data/wmt16",
+    "subset": "de-en",
+    "subword_n_best": "4",
+    "reserve_minutes": "2",
+    "lr_floor": "0.1",
+    "length_penalty": "0.6",
+    "attention_probes": "1",
+    "attention_sentences": "['Ein Hund.']",
+    "head_importance_sentences": "10",
+}
 DATA_OPTIONS = sorted(p.stem for p in (CONF / "data").glob("*.yaml"))
 # train's choices that make its other settings read or not, each with the values a run may take
-TRAIN_CHOICES = [[], ["train.schedule=constant"], ["train.schedule=inverse_sqrt"], ["train.max_minutes=null"],
-                 ["train.eval_beam_size=1", "train.test_beam_size=1"], ["train.attention_every=0"],
-                 ["train.head_importance=true"], ["experiment=ci"], ["experiment=proxy"]]
+TRAIN_CHOICES = [
+    [],
+    ["train.schedule=constant"],
+    ["train.schedule=inverse_sqrt"],
+    ["train.max_minutes=null"],
+    ["train.eval_beam_size=1", "train.test_beam_size=1"],
+    ["train.attention_every=0"],
+    ["train.head_importance=true"],
+    ["experiment=ci"],
+    ["experiment=proxy"],
+]
 
 
 @pytest.mark.parametrize("option", DATA_OPTIONS)
@@ -118,11 +147,19 @@ def test_every_data_option_refuses_the_settings_it_does_not_read(option, name, m
     else:
         with pytest.raises(UserError, match=rf"^data\.{name} is (read by|read only) .*data[.=]"):
             to_run_config(config, overrides)
-    assert read == {"dir": option == "multi30k", "url": option == "multi30k", "header": option == "tsv",
-                    "quoting": option == "tsv", "name": option == "hf", "subset": option == "hf",
-                    "src_field": option in ("tsv", "jsonl", "hf"), "tgt_field": option in ("tsv", "jsonl", "hf"),
-                    "subword_n_best": False, "val_size": option in ("files", "tsv", "jsonl"),
-                    "val_seed": option in ("files", "tsv", "jsonl")}.get(name, option != "multi30k")
+    assert read == {
+        "dir": option == "multi30k",
+        "url": option == "multi30k",
+        "header": option == "tsv",
+        "quoting": option == "tsv",
+        "name": option == "hf",
+        "subset": option == "hf",
+        "src_field": option in ("tsv", "jsonl", "hf"),
+        "tgt_field": option in ("tsv", "jsonl", "hf"),
+        "subword_n_best": False,
+        "val_size": option in ("files", "tsv", "jsonl"),
+        "val_seed": option in ("files", "tsv", "jsonl"),
+    }.get(name, option != "multi30k")
 
 
 @pytest.mark.parametrize("choices", TRAIN_CHOICES, ids=lambda c: " ".join(c) or "recipe")
@@ -148,8 +185,10 @@ def test_what_the_tokenizer_decides_is_not_a_setting(name):
 def test_no_option_or_experiment_sets_what_it_does_not_read(option, model):
     """Checked against the defaults (overrides None): a group option or experiment file holds only
     settings its run reads."""
-    to_run_config(compose_config(f"model={model}", *([option if "=" in option else f"data={option}"]
-                                                     if option else [])), overrides=None)
+    to_run_config(
+        compose_config(f"model={model}", *([option if "=" in option else f"data={option}"] if option else [])),
+        overrides=None,
+    )
 
 
 class Recording:
@@ -166,25 +205,43 @@ class Recording:
 
 def source_settings(tmp_path) -> dict[str, DataConfig]:
     """Each data option's settings for a corpus of the toy's text, every setting of the option given."""
-    from helpers import TOY_CORPUS
     from test_sources import hf_copy, write_tsv
 
-    toy = {split: list(zip(*(open(TOY_CORPUS / f"{split}.{lang}", encoding="utf-8").read().splitlines()
-                             for lang in ("de", "en")))) for split in ("train", "val")}
-    tsv = {split: write_tsv(tmp_path / f"{split}.tsv", ["en", "de"], [(en, de) for de, en in pairs])
-           for split, pairs in toy.items()}
+    from helpers import TOY_CORPUS
+
+    toy = {
+        split: list(
+            zip(*(open(TOY_CORPUS / f"{split}.{lang}", encoding="utf-8").read().splitlines() for lang in ("de", "en")))
+        )
+        for split in ("train", "val")
+    }
+    tsv = {
+        split: write_tsv(tmp_path / f"{split}.tsv", ["en", "de"], [(en, de) for de, en in pairs])
+        for split, pairs in toy.items()
+    }
     jsonl = tmp_path / "train.jsonl"
     jsonl.write_text("".join(json.dumps({"translation": {"de": de, "en": en}}) + "\n" for de, en in toy["train"]))
     return {
         "multi30k": DataConfig(dir=str(TOY_CORPUS)),
-        "files": DataConfig(source="files", train=str(TOY_CORPUS / "train"), val=str(TOY_CORPUS / "val"),
-                            test=[str(TOY_CORPUS / "test_2016_flickr")]),
+        "files": DataConfig(
+            source="files",
+            train=str(TOY_CORPUS / "train"),
+            val=str(TOY_CORPUS / "val"),
+            test=[str(TOY_CORPUS / "test_2016_flickr")],
+        ),
         "files, validation set aside": DataConfig(source="files", train=str(TOY_CORPUS / "train"), val_size=50),
-        "tsv": DataConfig(source="tsv", train=tsv["train"], val=tsv["val"], header=True, quoting="csv",
-                          src_field="de", tgt_field="en"),
+        "tsv": DataConfig(
+            source="tsv", train=tsv["train"], val=tsv["val"], header=True, quoting="csv", src_field="de", tgt_field="en"
+        ),
         "jsonl": DataConfig(source="jsonl", train=str(jsonl), val_size=50, src_field="de", tgt_field="en"),
-        "hf": DataConfig(source="hf", name=hf_copy(tmp_path / "saved"), train="train", val="validation",
-                         src_field="de", tgt_field="en"),
+        "hf": DataConfig(
+            source="hf",
+            name=hf_copy(tmp_path / "saved"),
+            train="train",
+            val="validation",
+            src_field="de",
+            tgt_field="en",
+        ),
     }
 
 

@@ -1,5 +1,6 @@
 """export.py and the ctranslate2 engine: the exported model computes what ours does, translates
 as ours does, through translate.py and the Python API; bad inputs are one line."""
+
 import json
 import os
 from pathlib import Path
@@ -9,15 +10,14 @@ import torch
 import torch.nn.functional as F
 
 from data.batching import pad
+from helpers import SENTENCES, run_script, tiny_model
 from inference import load_translator
+from inference.contract import Translating
 from inference.ct2_export import export_ctranslate2
 from inference.ct2_translator import CTranslate2Translator
-from inference.contract import Translating
 from inference.search_config import SearchConfig
 from inference.translator import Translator
 from utils.errors import UserError
-
-from helpers import SENTENCES, run_script, tiny_model
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (requirements.txt has it)")
 
@@ -30,11 +30,19 @@ def our_log_probs(model, src: list[int], tgt: list[int]) -> torch.Tensor:
     return F.log_softmax(logits.float(), dim=-1).gather(1, torch.tensor([*tgt, cfg.eos_id])[:, None])[:, 0]
 
 
-@pytest.mark.parametrize("variant", [
-    {},  # the recipe's layout: pre-norm, ReLU, sinusoids, one shared embedding, tied output
-    {"norm_first": False, "activation": "gelu", "positional": "learned", "share_embeddings": False,
-     "tie_output": False},
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {},  # the recipe's layout: pre-norm, ReLU, sinusoids, one shared embedding, tied output
+        {
+            "norm_first": False,
+            "activation": "gelu",
+            "positional": "learned",
+            "share_embeddings": False,
+            "tie_output": False,
+        },
+    ],
+)
 def test_the_export_computes_what_our_model_computes(toy, tmp_path, variant):
     """CTranslate2's scoring of target sentences (teacher-forced log-probabilities of every piece
     and </s>) equals ours for a model of random weights: every weight went where it belongs."""
@@ -43,10 +51,13 @@ def test_the_export_computes_what_our_model_computes(toy, tmp_path, variant):
     folder = export_ctranslate2(model, tokenizer, {"src_lang": "de", "tgt_lang": "en"}, tmp_path / "export", "float32")
     engine = ctranslate2.Translator(str(folder), device="cpu")
     g = torch.Generator().manual_seed(1)
-    pairs = [(torch.randint(4, 360, (s,), generator=g).tolist(), torch.randint(4, 360, (t,), generator=g).tolist())
-             for s, t in ((3, 5), (9, 2), (12, 12), (1, 7))]
-    scored = engine.score_batch([tokenizer.src_pieces(s) for s, _ in pairs],
-                                [tokenizer.tgt_pieces(t) for _, t in pairs])
+    pairs = [
+        (torch.randint(4, 360, (s,), generator=g).tolist(), torch.randint(4, 360, (t,), generator=g).tolist())
+        for s, t in ((3, 5), (9, 2), (12, 12), (1, 7))
+    ]
+    scored = engine.score_batch(
+        [tokenizer.src_pieces(s) for s, _ in pairs], [tokenizer.tgt_pieces(t) for _, t in pairs]
+    )
     for (src, tgt), result in zip(pairs, scored):
         theirs = torch.tensor(result.log_probs)
         assert theirs.shape == (len(tgt) + 1,)
@@ -69,7 +80,9 @@ def test_greedy_and_beam_translations_match_ours(exported, trained, multi30k):
     theirs = CTranslate2Translator(exported / "float32", SearchConfig(beam_size=1)).translate(sources)
     assert sum(a == b for a, b in zip(ours, theirs)) >= 98  # float rounding may flip a near tie
     beam_ours = Translator(model, tokenizer, SearchConfig(beam_size=5)).translate_nbest(sources[:30], 2)
-    beam_theirs = CTranslate2Translator(exported / "float32", SearchConfig(beam_size=5)).translate_nbest(sources[:30], 2)
+    beam_theirs = CTranslate2Translator(exported / "float32", SearchConfig(beam_size=5)).translate_nbest(
+        sources[:30], 2
+    )
     assert sum(a[0][0] == b[0][0] for a, b in zip(beam_ours, beam_theirs)) >= 28
     # int8 weights: close, not equal. Compared as the log-probabilities each engine gives the same
     # translations (ours), not as outputs: this tiny model's greedy outputs hang on near ties,
@@ -78,9 +91,15 @@ def test_greedy_and_beam_translations_match_ours(exported, trained, multi30k):
     ids = [tokenizer.encode_src([s])[0] for s in sources]
     outputs = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate_ids(ids)
     pieces = ([tokenizer.src_pieces(s) for s in ids], [tokenizer.tgt_pieces(t) for t in outputs])
-    float32, int8 = (torch.tensor([sum(r.log_probs) / len(r.log_probs) for r in
-                                   ctranslate2.Translator(str(exported / name)).score_batch(*pieces)])
-                     for name in ("float32", "int8"))  # (100,) mean log-probability of a piece
+    float32, int8 = (
+        torch.tensor(
+            [
+                sum(r.log_probs) / len(r.log_probs)
+                for r in ctranslate2.Translator(str(exported / name)).score_batch(*pieces)
+            ]
+        )
+        for name in ("float32", "int8")
+    )  # (100,) mean log-probability of a piece
     assert 0 < (float32 - int8).abs().mean() < 0.15 and (float32 - int8).abs().max() < 0.6
     assert (exported / "int8" / "model.bin").stat().st_size < 0.5 * (exported / "float32" / "model.bin").stat().st_size
 
@@ -105,11 +124,14 @@ def test_a_step_checkpoints_card_claims_no_scores_of_the_run(ci_run, tmp_path):
     assert "no test scores for this checkpoint" in card and "test_2016_flickr" not in card
 
 
-@pytest.mark.parametrize("data, says", [
-    ({"source": "hf", "name": "wmt16", "subset": "de-en", "train": "train"}, "Hugging Face dataset wmt16 (de-en)"),
-    ({"source": "files", "train": "/corpus/train"}, "files corpus /corpus/train"),
-    ({}, "Multi30k task 1"),  # a checkpoint from before sources had a name
-])
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        ({"source": "hf", "name": "wmt16", "subset": "de-en", "train": "train"}, "Hugging Face dataset wmt16 (de-en)"),
+        ({"source": "files", "train": "/corpus/train"}, "files corpus /corpus/train"),
+        ({}, "Multi30k task 1"),  # a checkpoint from before sources had a name
+    ],
+)
 def test_the_card_names_the_dataset_not_a_split(data, says):
     from inference.ct2_export import _data_description
 
@@ -135,7 +157,7 @@ def test_the_python_api(ci_run, exported, trained):
     translator = load_translator(ci_run, beam_size=2)
     ours = Translator(model, tokenizer, SearchConfig(beam_size=2))
     assert translator.translate(SENTENCES[:2]) == ours.translate(SENTENCES[:2])
-    (first, second), = translator.translate_nbest(SENTENCES[:1], 2)
+    ((first, second),) = translator.translate_nbest(SENTENCES[:1], 2)
     assert first[1] >= second[1] and first[0] != second[0]
     attention = translator.attention([SENTENCES[0], ""])
     assert attention[1] is None and set(attention[0].maps) == {"encoder_self", "decoder_self", "cross"}
@@ -143,8 +165,9 @@ def test_the_python_api(ci_run, exported, trained):
     torch.testing.assert_close(rows, torch.ones_like(rows))
     via_export = load_translator(exported / "float32", beam_size=1)
     assert isinstance(via_export, CTranslate2Translator) and isinstance(via_export, Translating)  # one interface
-    assert via_export.translate(SENTENCES[:2]) == CTranslate2Translator(exported / "float32", SearchConfig(beam_size=1)) \
-        .translate(SENTENCES[:2])
+    assert via_export.translate(SENTENCES[:2]) == CTranslate2Translator(
+        exported / "float32", SearchConfig(beam_size=1)
+    ).translate(SENTENCES[:2])
     with pytest.raises(UserError, match="is a CTranslate2 export"):
         load_translator(exported / "float32", engine="minitrans")
     with pytest.raises(UserError, match="is not a minitrans CTranslate2 export"):

@@ -2,6 +2,7 @@
 
 Skipped where there is no GPU (CI has none); run on a GPU machine: `make test` there, or
 `.venv/bin/python -m pytest tests/test_cuda.py`."""
+
 import json
 
 import pytest
@@ -9,9 +10,8 @@ import torch
 
 from analysis.head_stats import HeadStatistics
 from data import collate
-from model import Transformer, TransformerConfig
-
 from helpers import run_train
+from model import Transformer, TransformerConfig
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -19,9 +19,17 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 def test_head_statistics_of_gpu_attention_equal_the_cpus(multi30k):
     tokenizer = multi30k.tokenizer
     torch.manual_seed(0)
-    model = Transformer(TransformerConfig(src_vocab_size=tokenizer.src_vocab_size,
-                                          tgt_vocab_size=tokenizer.tgt_vocab_size, d_model=32, n_heads=4,
-                                          n_encoder_layers=2, n_decoder_layers=2, d_ff=64)).eval()
+    model = Transformer(
+        TransformerConfig(
+            src_vocab_size=tokenizer.src_vocab_size,
+            tgt_vocab_size=tokenizer.tgt_vocab_size,
+            d_model=32,
+            n_heads=4,
+            n_encoder_layers=2,
+            n_decoder_layers=2,
+            d_ff=64,
+        )
+    ).eval()
     batch = collate([multi30k.tokens["val"][i] for i in range(16)])
     results = []
     for device in ("cpu", "cuda"):

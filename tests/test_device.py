@@ -1,4 +1,5 @@
 """Device and precision choice (utils/device.py), with the capability checks mocked."""
+
 import pytest
 import torch
 
@@ -14,8 +15,9 @@ def cpu_with(monkeypatch, avx512_bf16: bool, amx: bool) -> None:
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
 
 
-@pytest.mark.parametrize("avx512_bf16, amx, expected", [(False, False, "fp32"), (True, False, "bf16"),
-                                                         (False, True, "bf16")])
+@pytest.mark.parametrize(
+    "avx512_bf16, amx, expected", [(False, False, "fp32"), (True, False, "bf16"), (False, True, "bf16")]
+)
 def test_auto_picks_bf16_only_where_it_is_native(monkeypatch, avx512_bf16, amx, expected):
     cpu_with(monkeypatch, avx512_bf16, amx)
     precision, why, warning = choose_precision("auto", CPU)
@@ -51,11 +53,14 @@ def test_pick_device_errors_name_the_option(monkeypatch):
         pick_device("cuda:1", "train.device")
 
 
-@pytest.mark.parametrize("capability, bf16, amx, expected", [
-    ("AVX2", False, False, "AVX2"),  # the Zen 3: bf16 emulated
-    ("AVX512", True, False, "AVX512, AVX512-BF16"),  # the Zen 5
-    ("AVX512", True, True, "AVX512, AVX512-BF16, AMX"),
-])
+@pytest.mark.parametrize(
+    "capability, bf16, amx, expected",
+    [
+        ("AVX2", False, False, "AVX2"),  # the Zen 3: bf16 emulated
+        ("AVX512", True, False, "AVX512, AVX512-BF16"),  # the Zen 5
+        ("AVX512", True, True, "AVX512, AVX512-BF16, AMX"),
+    ],
+)
 def test_cpu_description_names_what_decides_precision(monkeypatch, capability, bf16, amx, expected):
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bf16)

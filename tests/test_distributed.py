@@ -1,6 +1,7 @@
 """Data-parallel training under torchrun (training/distributed.py), gloo on the CPU.
 
 On a GPU machine the same code runs with nccl; these tests check the logic on the CPU."""
+
 import os
 import socket
 import subprocess
@@ -16,23 +17,45 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 from data import collate, prepare_data
+from helpers import (
+    ROOT,
+    assert_same_training,
+    compose_config,
+    random_pairs,
+    run_train,
+    start_script,
+    stop_when,
+    tiny_model,
+)
 from inference.checkpoint import load_checkpoint
 from training.config import to_run_config
 from training.distributed import Distributed
 from training.step import train_step
 
-from helpers import (ROOT, assert_same_training, compose_config, random_pairs, run_train, start_script, stop_when,
-                     tiny_model)
-
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="gloo on CPU is tested on Linux")
 
-COMMON = ["experiment=ci", "train.max_steps=40", "train.eval_every=1000", "train.checkpoint_every=20",
-          "train.keep_last=5", "train.threads=1", "train.max_minutes=null"]
+COMMON = [
+    "experiment=ci",
+    "train.max_steps=40",
+    "train.eval_every=1000",
+    "train.checkpoint_every=20",
+    "train.keep_last=5",
+    "train.threads=1",
+    "train.max_minutes=null",
+]
 
 
 def torchrun(run_dir, *overrides: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-            str(ROOT / "train.py"), f"hydra.run.dir={run_dir}", *overrides]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(ROOT / "train.py"),
+        f"hydra.run.dir={run_dir}",
+        *overrides,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -58,24 +81,29 @@ def test_two_processes_keep_equal_parameters_with_their_own_dropout(two_process_
 
 def test_two_process_resume_after_sigkill_matches_uninterrupted_run(two_process_run, tmp_path):
     killed = tmp_path / "killed"
-    process = start_script(torchrun(killed, *COMMON), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           start_new_session=True)
-    stop_when(process, (killed / "checkpoints" / "step_0000020.pt").exists, "its first checkpoint",
-              group=True)  # torchrun and both workers
+    process = start_script(
+        torchrun(killed, *COMMON), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    stop_when(
+        process, (killed / "checkpoints" / "step_0000020.pt").exists, "its first checkpoint", group=True
+    )  # torchrun and both workers
     assert not (killed / "checkpoints" / "step_0000040.pt").exists(), "killed too late to test resuming"
 
     result = subprocess.run(torchrun(killed, *COMMON), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resumed from" in (killed / "train.log").read_text()
     # weights, progress, schedule and the optimizer's moments, as the README says
-    assert_same_training(two_process_run / "checkpoints" / "step_0000040.pt", killed / "checkpoints" / "step_0000040.pt")
+    assert_same_training(
+        two_process_run / "checkpoints" / "step_0000040.pt", killed / "checkpoints" / "step_0000040.pt"
+    )
 
 
 def test_resuming_mid_epoch_with_another_number_of_processes_is_refused(two_process_run, tmp_path):
     """The position counts each rank's batches of a list shared out among two: one process
     would take other batches from it, training some twice and skipping others."""
-    result = run_train(tmp_path, *COMMON, f"train.resume={two_process_run / 'checkpoints' / 'step_0000020.pt'}",
-                       check=False)
+    result = run_train(
+        tmp_path, *COMMON, f"train.resume={two_process_run / 'checkpoints' / 'step_0000020.pt'}", check=False
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "stopped 20 batches into epoch 0 with 2 process(es), counted per process; resume it with 2" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -97,8 +125,9 @@ def one_ddp_step(rank: int, port: int, out: str) -> None:
     model = tiny_model(src_vocab_size=40, tgt_vocab_size=40, dropout=0.0, attention_dropout=0.0)
     batch = collate(random_pairs(7)[SHARDS[rank]])
     sgd = torch.optim.SGD(model.parameters(), lr=1.0)
-    train_step(DistributedDataParallel(model), sgd, 0.1, [batch],
-               ddp.token_normalizer(batch.n_tgt_tokens), nullcontext, None)
+    train_step(
+        DistributedDataParallel(model), sgd, 0.1, [batch], ddp.token_normalizer(batch.n_tgt_tokens), nullcontext, None
+    )
     if rank == 0:
         torch.save(model.state_dict(), out)
     ddp.close()
@@ -111,8 +140,7 @@ def test_uneven_shards_give_the_gradient_of_the_whole_step(tmp_path):
     single = tiny_model(src_vocab_size=40, tgt_vocab_size=40, dropout=0.0, attention_dropout=0.0)
     batches = [collate(random_pairs(7)[shard]) for shard in SHARDS]
     sgd = torch.optim.SGD(single.parameters(), lr=1.0)
-    train_step(single, sgd, 0.1, batches, sum(b.n_tgt_tokens for b in batches),
-               nullcontext, None)
+    train_step(single, sgd, 0.1, batches, sum(b.n_tgt_tokens for b in batches), nullcontext, None)
     ddp_weights = torch.load(out)
     for name, value in single.state_dict().items():
         torch.testing.assert_close(ddp_weights[name], value, rtol=1e-5, atol=1e-6)
@@ -136,8 +164,12 @@ def test_collective_tensors_live_on_the_runs_device(monkeypatch):
     monkeypatch.setattr(training.distributed.dist, "broadcast", record)
     ddp = Distributed.__new__(Distributed)
     ddp.device, ddp.world_size, ddp.rank = torch.device("meta"), 2, 0
-    for collective in (lambda: ddp.any(True), lambda: ddp.sum(3.0), lambda: ddp.broadcast(1.0),
-                       lambda: ddp.token_normalizer(5)):
+    for collective in (
+        lambda: ddp.any(True),
+        lambda: ddp.sum(3.0),
+        lambda: ddp.broadcast(1.0),
+        lambda: ddp.token_normalizer(5),
+    ):
         with pytest.raises(Recorded):
             collective()
     assert seen == [torch.device("meta")] * 4
@@ -148,8 +180,9 @@ def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
     report (rank 0's alone) takes 20 s: the other rank must not be waiting for it."""
     import training.run
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
-                      LOCAL_RANK=str(rank))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank)
+    )
     init_process_group = torch.distributed.init_process_group
 
     def impatient_init(*args, **kwargs):

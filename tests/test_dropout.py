@@ -1,5 +1,6 @@
 """The CPU dropout draws its masks from 16-bit slices of 64-bit random words: check that it
 behaves as dropout must (rate, unbiased scaling, gradient, determinism, eval identity)."""
+
 import pytest
 import torch
 

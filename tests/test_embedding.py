@@ -1,5 +1,6 @@
 """model/embedding.py: the scaled token embedding and the positional encodings, against the paper's
 formulas written out with Python's math."""
+
 import math
 
 import pytest

@@ -1,21 +1,31 @@
 """training/final_evaluation.py: the end of a run, on the toy corpus (no Multi30k needed)."""
+
 import json
 
 import pytest
 import sacrebleu
 
 from data import load_multi30k
+from helpers import TOY_CORPUS, compose_config, scalars
 from inference.checkpoint import load_checkpoint
 from inference.scoring import moses_bleu
 from training.config import to_run_config
 from training.final_evaluation import flat_hparams
 from training.run import train
 
-from helpers import TOY_CORPUS, compose_config, scalars
-
-OVERRIDES = ["experiment=ci", f"data.dir={TOY_CORPUS}", "data.tokenizer.vocab_size=360", "data.max_train_examples=null",
-             "train.max_steps=30", "train.eval_every=10", "train.checkpoint_every=10", "train.average_last=3",
-             "train.head_importance=false", "train.max_minutes=null", "train.attention_every=0"]
+OVERRIDES = [
+    "experiment=ci",
+    f"data.dir={TOY_CORPUS}",
+    "data.tokenizer.vocab_size=360",
+    "data.max_train_examples=null",
+    "train.max_steps=30",
+    "train.eval_every=10",
+    "train.checkpoint_every=10",
+    "train.average_last=3",
+    "train.head_importance=false",
+    "train.max_minutes=null",
+    "train.attention_every=0",
+]
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,13 @@
 """Head importance (analysis/head_importance.py): masking each head, pruning curves, heads.py."""
+
 import json
 import subprocess
 
 import pytest
 
 from analysis.head_importance import head_importance, importance_grids, removal_counts
-from model import Transformer
-
 from helpers import run_script, scalars
+from model import Transformer
 
 
 def test_removal_counts_step_up_to_every_head():
@@ -18,18 +18,24 @@ def test_removal_counts_step_up_to_every_head():
 
 def masked_heads(model: Transformer) -> set[tuple[str, int, int]]:
     """(kind, layer, head) of every head whose gate is 0 right now."""
-    return {(kind, layer, head + 1)
-            for kind, modules in model.attention_modules().items()
-            for layer, module in enumerate(modules, start=1) if module.head_gate is not None
-            for head in (module.head_gate == 0).nonzero().flatten().tolist()}
+    return {
+        (kind, layer, head + 1)
+        for kind, modules in model.attention_modules().items()
+        for layer, module in enumerate(modules, start=1)
+        if module.head_gate is not None
+        for head in (module.head_gate == 0).nonzero().flatten().tolist()
+    }
 
 
 def test_known_importances_are_measured_ranked_and_pruned_in_order(tiny_config):
     """A fake measure that knows what each head is worth: the result must report exactly that."""
     model = Transformer(tiny_config)
-    worth = {(kind, layer, head): 0.01 * (i + 1)  # every head a different, known loss increase
-             for i, (kind, layer, head) in enumerate(
-                 (k, layer, h) for k in ("encoder_self", "decoder_self", "cross") for layer in (1, 2) for h in (1, 2, 3, 4))}
+    worth = {
+        (kind, layer, head): 0.01 * (i + 1)  # every head a different, known loss increase
+        for i, (kind, layer, head) in enumerate(
+            (k, layer, h) for k in ("encoder_self", "decoder_self", "cross") for layer in (1, 2) for h in (1, 2, 3, 4)
+        )
+    }
     worth[("cross", 2, 3)] = 5.0  # one head the translation cannot do without
 
     def measure():
@@ -93,8 +99,20 @@ def run_heads(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_heads_command_writes_json_table_and_figure(ci_run, multi30k_dir, tmp_path):
-    out = run_heads("-c", str(ci_run), "--data-dir", multi30k_dir, "--sentences", "20",
-                    "-o", str(tmp_path / "h.json"), "--figure", str(tmp_path / "h.png"), "--threads", "2")
+    out = run_heads(
+        "-c",
+        str(ci_run),
+        "--data-dir",
+        multi30k_dir,
+        "--sentences",
+        "20",
+        "-o",
+        str(tmp_path / "h.json"),
+        "--figure",
+        str(tmp_path / "h.png"),
+        "--threads",
+        "2",
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads((tmp_path / "h.json").read_text())
     assert result["sentences_for_bleu"] == 20 and len(result["heads"]) == 24
@@ -106,10 +124,13 @@ def test_heads_command_writes_json_table_and_figure(ci_run, multi30k_dir, tmp_pa
     assert result["base"]["loss"] == pytest.approx(trained["base"]["loss"], rel=1e-4)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-c", "no/such/run"], "error: checkpoint no/such/run does not exist"),
-    (["--sentences", "0"], "error: argument --sentences: must be at least 1, not 0 (see --help)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-c", "no/such/run"], "error: checkpoint no/such/run does not exist"),
+        (["--sentences", "0"], "error: argument --sentences: must be at least 1, not 0 (see --help)"),
+    ],
+)
 def test_heads_command_errors_are_one_line(ci_run, args, message):
     if "-c" not in args:
         args = ["-c", str(ci_run), *args]

@@ -1,4 +1,5 @@
 """Per-head attention statistics (analysis/head_stats.py) on hand-made attention with known answers."""
+
 import pytest
 import torch
 
@@ -12,8 +13,15 @@ def averages(weights, causal=False, kind="encoder_self", query_len=T, key_len=T,
     query_mask = torch.arange(weights.size(2))[None, :].expand(b, -1) < query_len
     key_mask = torch.arange(weights.size(3))[None, :].expand(b, -1) < key_len
     none = torch.zeros_like(key_mask)
-    sums = map_sums(weights, query_mask, key_mask, none if boundary is None else boundary,
-                    none if punctuation is None else punctuation, causal, STATISTICS[kind])
+    sums = map_sums(
+        weights,
+        query_mask,
+        key_mask,
+        none if boundary is None else boundary,
+        none if punctuation is None else punctuation,
+        causal,
+        STATISTICS[kind],
+    )
     return {name: (total / count).tolist() for name, (total, count) in sums.items()}
 
 
@@ -68,8 +76,15 @@ def test_diagonal_cross_attention_is_diagonal_and_monotonic():
 
 def test_punctuation_pieces_and_layout():
     assert punctuation_ids(["\u2581.", ",", "\u2581Hund", "\u2581", "-)", "a."]).tolist() == [
-        True, True, False, False, True, False]
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
     layout = scalar_layout(4, 3)
-    assert layout["heads: next"] == {f"encoder_self layer {i}": ["Multiline", [rf"heads/next/encoder_self/layer_{i}/head_\d+"]]
-                                     for i in (1, 2, 3, 4)}
+    assert layout["heads: next"] == {
+        f"encoder_self layer {i}": ["Multiline", [rf"heads/next/encoder_self/layer_{i}/head_\d+"]] for i in (1, 2, 3, 4)
+    }
     assert len(layout["heads: entropy"]) == 4 + 3 + 3

@@ -1,5 +1,6 @@
 """The house's arrows point down: each package imports only from the packages below it, so a
 change low in the house never has to look up, and the model never sees Hydra."""
+
 import ast
 from pathlib import Path
 
@@ -37,14 +38,20 @@ def modules(package: str) -> list[Path]:
 @pytest.mark.parametrize("package", sorted(BELOW))
 def test_a_package_imports_only_from_below(package):
     assert modules(package), f"{package}/ has no modules: BELOW is out of date"
-    upward = {f"{path.relative_to(ROOT)} imports {name}"
-              for path in modules(package) for name in imported(path) & (set(BELOW) - BELOW[package] - {package})}
+    upward = {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in modules(package)
+        for name in imported(path) & (set(BELOW) - BELOW[package] - {package})
+    }
     assert not upward
 
 
 def test_the_model_never_imports_the_configuration_library():
-    assert not {f"{path.relative_to(ROOT)} imports {name}"
-                for path in modules("model") for name in imported(path) & CONFIG_LIBRARIES}
+    assert not {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in modules("model")
+        for name in imported(path) & CONFIG_LIBRARIES
+    }
 
 
 def test_every_package_of_the_house_has_its_place():

@@ -1,10 +1,10 @@
 """training/loaders.py: what reaches the training loop, and from where a resumed run goes on."""
+
 import logging
 
 import pytest
 
-from data import PAD_ID
-from data import token_batches
+from data import PAD_ID, token_batches
 from training.loaders import TrainingBatches
 
 
@@ -29,14 +29,18 @@ def test_starting_from_a_saved_position_gives_what_an_uninterrupted_run_saw_next
     straight = [(e, p, b.src.tolist()) for e, p, b in batches()(0, 0, max_epochs=3)]
     per_epoch = len(straight) // 3
     assert [p for e, p, _ in straight if e == 0] == list(range(1, per_epoch + 1))
-    assert straight[:per_epoch] != straight[per_epoch:2 * per_epoch]  # each epoch its own order
+    assert straight[:per_epoch] != straight[per_epoch : 2 * per_epoch]  # each epoch its own order
     resumed = [(e, p, b.src.tolist()) for e, p, b in batches()(epoch, position, max_epochs=3)]
-    assert resumed == straight[epoch * per_epoch + position:]
+    assert resumed == straight[epoch * per_epoch + position :]
 
 
 def test_ranks_split_the_epoch_and_train_as_many_steps(toy):
-    shards = [list(TrainingBatches(toy, None, 64, 256, seed=0, rank=rank, world_size=2)(0, 0, max_epochs=1))
-              for rank in (0, 1)]
+    shards = [
+        list(TrainingBatches(toy, None, 64, 256, seed=0, rank=rank, world_size=2)(0, 0, max_epochs=1))
+        for rank in (0, 1)
+    ]
     assert len(shards[0]) == len(shards[1])
-    rows = [tuple(i for i in row if i != PAD_ID) for shard in shards for _, _, batch in shard for row in batch.src.tolist()]
+    rows = [
+        tuple(i for i in row if i != PAD_ID) for shard in shards for _, _, batch in shard for row in batch.src.tolist()
+    ]
     assert len(set(rows)) == len(rows) == len(toy.tokens["train"])  # every pair once (the toy corpus has no repeats)

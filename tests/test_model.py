@@ -1,12 +1,12 @@
 """Invariants of the whole Transformer: causality, padding, cached decoding, gradients."""
+
 import dataclasses
 
 import pytest
 import torch
 
-from model import Transformer, TransformerConfig
-
 from helpers import tiny_model
+from model import Transformer, TransformerConfig
 
 _IDS = TransformerConfig()  # the model is told its special ids; these are the defaults
 PAD_ID, BOS_ID = _IDS.pad_id, _IDS.bos_id
@@ -42,11 +42,11 @@ def test_decoder_is_causal(tiny_config):
     logits = model(src, tgt).logits
     for t in range(10):
         changed = tgt.clone()
-        changed[:, t + 1:] = torch.randint(4, 50, changed[:, t + 1:].shape)
+        changed[:, t + 1 :] = torch.randint(4, 50, changed[:, t + 1 :].shape)
         changed_logits = model(src, changed).logits
         torch.testing.assert_close(changed_logits[:, : t + 1], logits[:, : t + 1], rtol=0, atol=1e-5)
         if t < 9:
-            assert not torch.allclose(changed_logits[:, t + 1:], logits[:, t + 1:])
+            assert not torch.allclose(changed_logits[:, t + 1 :], logits[:, t + 1 :])
 
 
 def test_source_padding_does_not_change_outputs(tiny_config):
@@ -98,7 +98,7 @@ def test_cached_decoding_equals_full_forward(tiny_config, norm_first):
     cache = model.new_cache()
     step_logits = []
     for t in range(tgt.size(1)):
-        logits, self_w, _ = model.decode(tgt[:, t: t + 1], memory, src_mask, cache)
+        logits, self_w, _ = model.decode(tgt[:, t : t + 1], memory, src_mask, cache)
         assert self_w[0].shape[-1] == t + 1  # the new position sees all cached ones
         step_logits.append(logits)
     torch.testing.assert_close(torch.cat(step_logits, dim=1), full_logits, rtol=1e-5, atol=1e-5)
@@ -122,10 +122,14 @@ def test_cache_reorder_follows_batch_rows(tiny_config):
     torch.testing.assert_close(logits[:, 0], full[:, 3], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("variant", [
-    {}, {"share_embeddings": False, "tie_output": False, "tgt_vocab_size": 40},
-    {"positional": "learned", "norm_first": False, "activation": "gelu"},
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {},
+        {"share_embeddings": False, "tie_output": False, "tgt_vocab_size": 40},
+        {"positional": "learned", "norm_first": False, "activation": "gelu"},
+    ],
+)
 def test_every_parameter_gets_a_gradient(tiny_config, variant):
     cfg = dataclasses.replace(tiny_config, **variant)
     model = tiny_model(cfg).train()
@@ -183,15 +187,17 @@ def test_a_masked_head_contributes_exactly_nothing(tiny_config):
     module = model.decoder.layers[0].cross_attn
     d, d_head = tiny_config.d_model, tiny_config.d_model // tiny_config.n_heads
     with torch.no_grad():  # W_V rows of head 2 (in_proj stacks W_Q, W_K, W_V)
-        module.in_proj.weight[2 * d + d_head: 2 * d + 2 * d_head] += torch.randn(d_head, d)
+        module.in_proj.weight[2 * d + d_head : 2 * d + 2 * d_head] += torch.randn(d_head, d)
     changed = model(src, tgt).logits
     assert torch.equal(masked, changed)
 
 
 def test_mask_heads_names_the_valid_ranges(tiny_config):
     model = Transformer(tiny_config)
-    for spec, message in [(("cros", 1, 1), "kind 'cros' is not one of encoder_self, decoder_self, cross"),
-                          (("cross", 3, 1), "cross has layers 1-2, not 3"),
-                          (("encoder_self", 1, 5), "layers have heads 1-4, not 5")]:
+    for spec, message in [
+        (("cros", 1, 1), "kind 'cros' is not one of encoder_self, decoder_self, cross"),
+        (("cross", 3, 1), "cross has layers 1-2, not 3"),
+        (("encoder_self", 1, 5), "layers have heads 1-4, not 5"),
+    ]:
         with pytest.raises(ValueError, match=message):
             model.mask_heads([spec])

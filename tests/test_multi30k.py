@@ -1,5 +1,6 @@
 """data/multi30k.py: Multi30k loaded from a folder, and every error a folder can give (downloading:
 tests/test_download.py)."""
+
 import gzip
 import logging
 
@@ -12,11 +13,18 @@ from utils.errors import UserError
 def test_real_multi30k_sizes_and_first_pairs(multi30k):
     text = multi30k.text
     assert {s: len(text[s]) for s in ("train", "val", "test_2016_flickr")} == {
-        "train": 29000, "val": 1014, "test_2016_flickr": 1000}
-    assert text["train"][0] == {"src": "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
-                                "tgt": "Two young, White males are outside near many bushes."}
-    assert text["test_2016_flickr"][0] == {"src": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
-                                           "tgt": "A man in an orange hat starring at something."}
+        "train": 29000,
+        "val": 1014,
+        "test_2016_flickr": 1000,
+    }
+    assert text["train"][0] == {
+        "src": "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
+        "tgt": "Two young, White males are outside near many bushes.",
+    }
+    assert text["test_2016_flickr"][0] == {
+        "src": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
+        "tgt": "A man in an orange hat starring at something.",
+    }
     assert [len(multi30k.tokens[s]) for s in text] == [len(text[s]) for s in text]
 
 
@@ -109,7 +117,7 @@ def test_lines_end_at_newlines_only(tmp_path):
     pairs aligned; a CRLF file reads as an LF one."""
     make_folder(tmp_path)
     write(tmp_path, "val.de.gz", [], raw="ein\x85Hund\r\nzwei\u2028Katzen\r\ndrei\x0cV\u00f6gel\r\n".encode())
-    write(tmp_path, "val.en.gz", [], raw="a dog\ntwo cats\nthree birds\n".encode())
+    write(tmp_path, "val.en.gz", [], raw=b"a dog\ntwo cats\nthree birds\n")
     val = load_multi30k("de", "en", str(tmp_path))["val"]
     assert val["src"] == ["ein\x85Hund", "zwei\u2028Katzen", "drei\x0cV\u00f6gel"]
     assert val["tgt"] == ["a dog", "two cats", "three birds"]

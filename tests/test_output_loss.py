@@ -1,4 +1,5 @@
 """The fused output layer + label-smoothed cross-entropy against PyTorch's own cross-entropy."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,8 +22,11 @@ def test_value_and_gradients_equal_cross_entropy_of_the_logits(label_smoothing):
     weight = torch.randn(29, 16, dtype=torch.float64, generator=g)
     targets = torch.randint(0, 29, (37,), generator=g)
     ours = loss_and_grads(lambda h, w: output_cross_entropy(h, w, targets, label_smoothing), states, weight)
-    reference = loss_and_grads(lambda h, w: F.cross_entropy(h @ w.t(), targets, label_smoothing=label_smoothing,
-                                                            reduction="sum"), states, weight)
+    reference = loss_and_grads(
+        lambda h, w: F.cross_entropy(h @ w.t(), targets, label_smoothing=label_smoothing, reduction="sum"),
+        states,
+        weight,
+    )
     for a, b in zip(ours, reference):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
@@ -68,8 +72,9 @@ def test_the_models_training_loss_is_cross_entropy_over_its_logits_ignoring_padd
             loss = model(src, tgt_in, targets=targets, label_smoothing=0.1).loss
         else:
             logits = model(src, tgt_in).logits
-            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad, label_smoothing=0.1,
-                                   reduction="sum")
+            loss = F.cross_entropy(
+                logits.flatten(0, 1), targets.flatten(), ignore_index=pad, label_smoothing=0.1, reduction="sum"
+            )
         loss.backward()
         return loss.detach(), {name: p.grad.clone() for name, p in model.named_parameters()}
 

@@ -1,5 +1,6 @@
 """data/prepare.py: the tokenizer trained on training pairs only, tokenized splits cached, and runs that
 cache at once leaving each other's files alone."""
+
 import logging
 import shutil
 from pathlib import Path
@@ -20,13 +21,19 @@ def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(multi30k_d
         return real_train(iter(seen[-1]), cfg)
 
     monkeypatch.setattr(data.tokenizer, "_train_model", train_recording)
-    cfg = DataConfig(dir=multi30k_dir, cache_dir=str(tmp_path), max_train_examples=300, max_eval_examples=50,
-                     tokenizer=TokenizerConfig(vocab_size=500))
+    cfg = DataConfig(
+        dir=multi30k_dir,
+        cache_dir=str(tmp_path),
+        max_train_examples=300,
+        max_eval_examples=50,
+        tokenizer=TokenizerConfig(vocab_size=500),
+    )
     prepared = prepare_data(cfg)
     train = prepared.text["train"]
     assert seen == [list(train["src"]) + list(train["tgt"])]  # one joint model, of exactly these
-    held_out = {s for split in ("val", "test_2016_flickr") for side in ("src", "tgt")
-                for s in prepared.text[split][side]}
+    held_out = {
+        s for split in ("val", "test_2016_flickr") for side in ("src", "tgt") for s in prepared.text[split][side]
+    }
     assert held_out and not held_out & set(seen[0])
 
 

@@ -1,4 +1,5 @@
 """The training progress bar (training/progress_bar.py) follows what bounds the run."""
+
 import math
 
 from training.progress_bar import ProgressBar

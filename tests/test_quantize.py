@@ -1,17 +1,17 @@
 """Our decoder's other compute types: int8 weights (inference/quantize.py) and bf16 autocast
 translate nearly as in float32."""
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from data.batching import pad
-
 import inference.api
+from data.batching import pad
 from inference import load_translator
 from inference.quantize import quantize_int8
-from inference.translator import Translator
 from inference.search_config import SearchConfig
+from inference.translator import Translator
 from utils.errors import UserError
 
 
@@ -50,7 +50,9 @@ def test_bfloat16_where_native_and_refused_where_emulated(ci_run, trained, multi
     model, tokenizer = trained
     sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
     fp32 = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
-    bf16 = Translator(model, tokenizer, SearchConfig(beam_size=1), bf16=True).translate(sources)  # correct anywhere, if slow
+    bf16 = Translator(model, tokenizer, SearchConfig(beam_size=1), bf16=True).translate(
+        sources
+    )  # correct anywhere, if slow
     assert sum(a == b for a, b in zip(fp32, bf16)) >= 70
     monkeypatch.setattr(inference.api, "native_bf16", lambda device: False)
     with pytest.raises(UserError, match="bfloat16 is not native on this CPU"):

@@ -1,29 +1,36 @@
 """Resuming a run (training/resume.py): exactly after SIGKILL, after Ctrl-C or SIGTERM with the
 command printed, into a new folder, with subword sampling; init_from; what is refused."""
+
 import shlex
 import signal
 import subprocess
 
 import pytest
 
-from inference.checkpoint import load_checkpoint
-from train import continue_command
-
 from helpers import assert_same_training, run_script, run_train, scalars, start_script, stop_when
 from helpers.commands import command
+from inference.checkpoint import load_checkpoint
+from train import continue_command
 
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 
 
 def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
     # bounded by steps, so the linear decay is planned at the start and the same in both runs
-    common = ["experiment=ci", "train.max_steps=60", "train.checkpoint_every=20", "train.keep_last=5",
-              "train.max_minutes=null", *QUIET]
+    common = [
+        "experiment=ci",
+        "train.max_steps=60",
+        "train.checkpoint_every=20",
+        "train.keep_last=5",
+        "train.max_minutes=null",
+        *QUIET,
+    ]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run_train(straight, *common)
 
-    process = start_script(command("train.py", f"hydra.run.dir={killed}", *common), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+    process = start_script(
+        command("train.py", f"hydra.run.dir={killed}", *common), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     stop_when(process, (killed / "checkpoints" / "step_0000020.pt").exists, "its first checkpoint")
     assert not (killed / "checkpoints" / "step_0000060.pt").exists(), "killed too late to test resuming"
 
@@ -34,10 +41,21 @@ def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
 
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir, tmp_path, signum, exit_code):
-    common = ["experiment=ci", "train.max_steps=80", "train.eval_every=10", "train.checkpoint_every=1000",
-              "train.attention_every=0", "train.threads=1", "train.max_minutes=null"]
-    process = start_script(command("train.py", f"hydra.run.dir={tmp_path}", *common), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+    common = [
+        "experiment=ci",
+        "train.max_steps=80",
+        "train.eval_every=10",
+        "train.checkpoint_every=1000",
+        "train.attention_every=0",
+        "train.threads=1",
+        "train.max_minutes=null",
+    ]
+    process = start_script(
+        command("train.py", f"hydra.run.dir={tmp_path}", *common),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     log = tmp_path / "train.log"
     stop_when(process, lambda: log.exists() and "step 20 |" in log.read_text(), "step 20", signum)
     _, stderr = process.communicate(timeout=120)
@@ -57,19 +75,33 @@ def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir
 
 
 def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(multi30k_dir, tmp_path):
-    sweep = ["experiment=ci", "train.max_steps=60", "train.lr=1e-3,2e-3", "train.eval_every=10",
-             "train.attention_every=0", "train.head_importance=false", "train.threads=1"]
-    process = start_script(command("train.py", "-m", *sweep, f"hydra.sweep.dir={tmp_path}"), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+    sweep = [
+        "experiment=ci",
+        "train.max_steps=60",
+        "train.lr=1e-3,2e-3",
+        "train.eval_every=10",
+        "train.attention_every=0",
+        "train.head_importance=false",
+        "train.threads=1",
+    ]
+    process = start_script(
+        command("train.py", "-m", *sweep, f"hydra.sweep.dir={tmp_path}"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     log = tmp_path / "0" / "train.log"
-    stop_when(process, lambda: log.exists() and "step 20 |" in log.read_text(), "the first job's step 20",
-              signal.SIGINT)
+    stop_when(
+        process, lambda: log.exists() and "step 20 |" in log.read_text(), "the first job's step 20", signal.SIGINT
+    )
     _, stderr = process.communicate(timeout=120)
     continued = stderr.strip().splitlines()[-1].split("continue with: ")[1]
     # the first job's own values, no sweep and no -m: the command continues this job alone
-    assert continued == (f"python train.py experiment=ci train.max_steps=60 train.lr=0.001 train.eval_every=10 "
-                       f"train.attention_every=0 train.head_importance=False train.threads=1 "  # as Hydra writes them
-                       f"hydra.run.dir={tmp_path / '0'}")
+    assert continued == (
+        f"python train.py experiment=ci train.max_steps=60 train.lr=0.001 train.eval_every=10 "
+        f"train.attention_every=0 train.head_importance=False train.threads=1 "  # as Hydra writes them
+        f"hydra.run.dir={tmp_path / '0'}"
+    )
     run_script(*shlex.split(continued)[1:])
     assert "resumed from" in log.read_text() and (tmp_path / "0" / "results.json").is_file()
     assert not (tmp_path / "1").exists()
@@ -79,15 +111,31 @@ def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(
 def first_run(multi30k_dir, tmp_path_factory):
     """40 steps with checkpoints at 20 and 40, each validated."""
     run_dir = tmp_path_factory.mktemp("first")
-    run_train(run_dir, "experiment=ci", "train.max_steps=40", "train.eval_every=20", "train.checkpoint_every=20",
-              "train.max_minutes=null", "train.attention_every=0", "train.threads=1")
+    run_train(
+        run_dir,
+        "experiment=ci",
+        "train.max_steps=40",
+        "train.eval_every=20",
+        "train.checkpoint_every=20",
+        "train.max_minutes=null",
+        "train.attention_every=0",
+        "train.threads=1",
+    )
     return run_dir
 
 
 def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path):
-    run_train(tmp_path, "experiment=ci", "train.max_steps=40", "train.eval_every=20", "train.checkpoint_every=20",
-              "train.max_minutes=null", "train.attention_every=0", "train.threads=1",
-              f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}")
+    run_train(
+        tmp_path,
+        "experiment=ci",
+        "train.max_steps=40",
+        "train.eval_every=20",
+        "train.checkpoint_every=20",
+        "train.max_minutes=null",
+        "train.attention_every=0",
+        "train.threads=1",
+        f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}",
+    )
     assert_same_training(first_run / "checkpoints" / "step_0000040.pt", tmp_path / "checkpoints" / "step_0000040.pt")
     # the best checkpoint came along, so the run can finish even if nothing new beats it
     assert (tmp_path / "results.json").is_file() and (tmp_path / "checkpoints" / "best.pt").is_file()
@@ -95,18 +143,42 @@ def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path)
 
 def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(multi30k_dir, tmp_path):
     # 300 pairs are ~10 batches an epoch: 40 steps cross epochs, each in new segmentations
-    common = ["experiment=ci", "data.max_train_examples=300", "data.tokenizer.vocab_size=500", "data.subword_sampling=0.5",
-              "train.max_steps=40", "train.checkpoint_every=20", "train.keep_last=5", "train.max_minutes=null", *QUIET]
+    common = [
+        "experiment=ci",
+        "data.max_train_examples=300",
+        "data.tokenizer.vocab_size=500",
+        "data.subword_sampling=0.5",
+        "train.max_steps=40",
+        "train.checkpoint_every=20",
+        "train.keep_last=5",
+        "train.max_minutes=null",
+        *QUIET,
+    ]
     run_train(tmp_path / "straight", *common)
-    run_train(tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}")
-    assert_same_training(tmp_path / "straight" / "checkpoints" / "step_0000040.pt",
-                         tmp_path / "resumed" / "checkpoints" / "step_0000040.pt")
-    assert load_checkpoint(tmp_path / "resumed" / "checkpoints" / "step_0000040.pt")["train_state"]["progress"]["epoch"] >= 2
+    run_train(
+        tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}"
+    )
+    assert_same_training(
+        tmp_path / "straight" / "checkpoints" / "step_0000040.pt",
+        tmp_path / "resumed" / "checkpoints" / "step_0000040.pt",
+    )
+    assert (
+        load_checkpoint(tmp_path / "resumed" / "checkpoints" / "step_0000040.pt")["train_state"]["progress"]["epoch"]
+        >= 2
+    )
 
 
 def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
-    run_train(tmp_path, "experiment=ci", "train.max_steps=10", "train.eval_every=10", "train.max_minutes=null",
-              "train.attention_every=0", "train.threads=1", f"train.init_from={first_run}")
+    run_train(
+        tmp_path,
+        "experiment=ci",
+        "train.max_steps=10",
+        "train.eval_every=10",
+        "train.max_minutes=null",
+        "train.attention_every=0",
+        "train.threads=1",
+        f"train.init_from={first_run}",
+    )
     log = (tmp_path / "train.log").read_text()
     assert "weights initialised from" in log and "resumed from" not in log
     state = load_checkpoint(tmp_path / "checkpoints" / "step_0000010.pt")["train_state"]
@@ -116,10 +188,13 @@ def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
     assert new_loss[10] < first_loss[20]  # it started from trained weights, not from scratch
 
 
-@pytest.mark.parametrize("override, message", [
-    ("data.src_lang=fr", "translates de->en, but this run is fr->en"),
-    ("data.tokenizer.vocab_size=900", "was trained with another tokenizer"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("data.src_lang=fr", "translates de->en, but this run is fr->en"),
+        ("data.tokenizer.vocab_size=900", "was trained with another tokenizer"),
+    ],
+)
 def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, override, message):
     result = run_train(tmp_path, "experiment=ci", override, f"train.resume={first_run}", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
@@ -129,20 +204,31 @@ def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, 
 def test_resume_mid_epoch_with_other_batches_is_refused(first_run, tmp_path):
     """Step 20 of the first run is mid-epoch: with another max_tokens the same position would
     name other batches (another number of processes: tests/test_distributed.py)."""
-    result = run_train(tmp_path, "experiment=ci", "train.max_tokens=2048",
-                       f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}", check=False)
+    result = run_train(
+        tmp_path,
+        "experiment=ci",
+        "train.max_tokens=2048",
+        f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}",
+        check=False,
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "stopped 20 batches into epoch 0 with batches of train.max_tokens=1024" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-@pytest.mark.parametrize("overrides, has_checkpoint, expected", [
-    (["experiment=ci", "train.resume=runs/a"], False, "python train.py experiment=ci train.resume=runs/a"),
-    (["experiment=ci", "train.resume=runs/a"], True, "python train.py experiment=ci"),
-    (["train.init_from=runs/a"], False, "python train.py train.init_from=runs/a"),
-    (["train.attention_sentences=['Ein Hund.']"], True,
-     "python train.py 'train.attention_sentences=['\"'\"'Ein Hund.'\"'\"']'"),
-])
+@pytest.mark.parametrize(
+    "overrides, has_checkpoint, expected",
+    [
+        (["experiment=ci", "train.resume=runs/a"], False, "python train.py experiment=ci train.resume=runs/a"),
+        (["experiment=ci", "train.resume=runs/a"], True, "python train.py experiment=ci"),
+        (["train.init_from=runs/a"], False, "python train.py train.init_from=runs/a"),
+        (
+            ["train.attention_sentences=['Ein Hund.']"],
+            True,
+            "python train.py 'train.attention_sentences=['\"'\"'Ein Hund.'\"'\"']'",
+        ),
+    ],
+)
 def test_the_continue_command(tmp_path, overrides, has_checkpoint, expected):
     """From Hydra's record of the job's overrides (a multirun job's own values, no -m); resume
     and init_from kept until the folder has a checkpoint of its own; quoted for the shell."""

@@ -1,13 +1,13 @@
 """A whole training run (training/run.py) on real Multi30k: the `ci` experiment end to end."""
+
 import json
 import os
 
 import torch
 
+from helpers import run_train, scalars
 from inference.checkpoint import average_checkpoints, load_checkpoint, load_for_inference
 from utils.checkpoint_files import step_checkpoints
-
-from helpers import run_train, scalars
 
 
 def test_ci_experiment_trains_end_to_end(ci_run):
@@ -48,8 +48,16 @@ def test_best_checkpoint_holds_the_average_only_if_it_validated_better(ci_run):
 def test_events_hold_the_scalar_tags_and_val_loss_decreases(ci_run):
     events = scalars(ci_run)
     tags = set(events.Tags()["scalars"])
-    expected = {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_sec",
-                "val/loss", "val/ppl", "val/bleu", "test/bleu"}
+    expected = {
+        "train/loss",
+        "train/lr",
+        "train/grad_norm",
+        "train/tokens_per_sec",
+        "val/loss",
+        "val/ppl",
+        "val/bleu",
+        "test/bleu",
+    }
     assert expected <= tags, f"missing {expected - tags}"
     val_loss = [e.value for e in events.Scalars("val/loss")]
     assert len(val_loss) >= 3 and val_loss[-1] < val_loss[0]
@@ -57,8 +65,15 @@ def test_events_hold_the_scalar_tags_and_val_loss_decreases(ci_run):
 
 
 def test_separate_vocabularies_get_separate_embeddings(multi30k_dir, tmp_path):
-    run_train(tmp_path, "experiment=ci", "data.tokenizer.joint=false", "train.max_steps=10", "train.eval_every=10",
-              "train.attention_every=0", "train.threads=1")
+    run_train(
+        tmp_path,
+        "experiment=ci",
+        "data.tokenizer.joint=false",
+        "train.max_steps=10",
+        "train.eval_every=10",
+        "train.attention_every=0",
+        "train.threads=1",
+    )
     checkpoint = load_checkpoint(tmp_path / "checkpoints" / "best.pt")
     assert checkpoint["model_config"]["share_embeddings"] is False
     weights = checkpoint["model"]
@@ -70,8 +85,15 @@ def test_test_translations_are_utf8_whatever_the_locale(multi30k_dir, tmp_path):
     """Into German (umlauts, ß) under an ASCII locale, as on a server with LANG unset: the
     translations file is UTF-8, as every file the project writes."""
     ascii_locale = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
-    run_train(tmp_path, "experiment=ci", "data.src_lang=en", "data.tgt_lang=de", "train.attention_every=0",
-              "train.head_importance=false", env=ascii_locale)  # 240 steps: enough to write umlauts
+    run_train(
+        tmp_path,
+        "experiment=ci",
+        "data.src_lang=en",
+        "data.tgt_lang=de",
+        "train.attention_every=0",
+        "train.head_importance=false",
+        env=ascii_locale,
+    )  # 240 steps: enough to write umlauts
     translations = (tmp_path / "test_2016_flickr.hyp.de").read_bytes().decode("utf-8")
     assert any(c in translations for c in "äöüß"), "no German letters to test with"
 

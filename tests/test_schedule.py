@@ -1,4 +1,5 @@
 """The learning-rate schedule (training/schedule.py)."""
+
 import math
 
 import pytest

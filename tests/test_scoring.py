@@ -1,4 +1,5 @@
 """inference/scoring.py: BLEU as published Multi30k results measure it, on known answers."""
+
 import pytest
 import sacrebleu
 

@@ -1,5 +1,6 @@
 """Search (model/search.py) on stub models whose next-token probabilities are a table, so that
 the right answer is known exactly."""
+
 import math
 
 import pytest
@@ -42,9 +43,13 @@ class TableModel:
 # bos -> a .40, b .35, eos .20: the empty translation's eos ranks 3rd of the first step.
 # "a" then mostly ends; "b c" is the most likely translation of all (.35 * .9 * .95 = 0.299),
 # but greedy takes "a" (.40) and ends there (.40 * .5 = 0.2).
-TRAP = {(): {A: 0.40, B: 0.35, EOS: 0.20},
-        (A,): {EOS: 0.50, D: 0.45}, (B,): {C: 0.90, EOS: 0.05},
-        (B, C): {EOS: 0.95}, (A, D): {EOS: 0.90}}
+TRAP = {
+    (): {A: 0.40, B: 0.35, EOS: 0.20},
+    (A,): {EOS: 0.50, D: 0.45},
+    (B,): {C: 0.90, EOS: 0.05},
+    (B, C): {EOS: 0.95},
+    (A, D): {EOS: 0.90},
+}
 
 
 def src(n=1):
@@ -80,8 +85,10 @@ def test_length_penalty_bound_keeps_searching_while_a_longer_hypothesis_can_win(
 def test_beam_size_one_is_greedy():
     for table in (TRAP, {(): {A: 0.35, B: 0.3, C: 0.25}, (A,): {B: 0.6}, (A, B): {EOS: 0.6}}):
         model = TableModel(table)
-        assert (beam_search(model, src(), beam_size=1, max_len=6, length_penalty=0.0)[0][0].tokens
-                == greedy_search(model, src(), max_len=6)[0].tokens)
+        assert (
+            beam_search(model, src(), beam_size=1, max_len=6, length_penalty=0.0)[0][0].tokens
+            == greedy_search(model, src(), max_len=6)[0].tokens
+        )
 
 
 def test_special_tokens_are_never_produced():

@@ -1,25 +1,29 @@
 """inference/search_config.py and inference/contract.py: one set of search settings, checked when
 built, and one interface that both engines keep."""
+
 import math
 
 import pytest
-from helpers import tiny_model
 
+from helpers import tiny_model
 from inference.contract import Translating, length_sorted_batches, one_line
 from inference.search_config import SearchConfig
 from inference.translator import Translator
 from utils.errors import UserError
 
 
-@pytest.mark.parametrize("settings, says", [
-    (dict(beam_size=0), "the beam size must be a whole number of at least 1, not 0"),
-    (dict(beam_size=2.5), "the beam size must be a whole number of at least 1, not 2.5"),
-    (dict(batch_size=-1), "the batch size must be a whole number of at least 1, not -1"),
-    (dict(length_penalty=-0.1), "the length penalty must be a number of at least 0, not -0.1"),
-    (dict(length_penalty=math.inf), "the length penalty must be a number of at least 0, not inf"),
-    (dict(max_len_ratio=math.nan), "the maximum length ratio must be a number of at least 0, not nan"),
-    (dict(max_len_extra=-3), "the maximum extra length must be a whole number of at least 0, not -3"),
-])
+@pytest.mark.parametrize(
+    "settings, says",
+    [
+        (dict(beam_size=0), "the beam size must be a whole number of at least 1, not 0"),
+        (dict(beam_size=2.5), "the beam size must be a whole number of at least 1, not 2.5"),
+        (dict(batch_size=-1), "the batch size must be a whole number of at least 1, not -1"),
+        (dict(length_penalty=-0.1), "the length penalty must be a number of at least 0, not -0.1"),
+        (dict(length_penalty=math.inf), "the length penalty must be a number of at least 0, not inf"),
+        (dict(max_len_ratio=math.nan), "the maximum length ratio must be a number of at least 0, not nan"),
+        (dict(max_len_extra=-3), "the maximum extra length must be a whole number of at least 0, not -3"),
+    ],
+)
 def test_bad_settings_are_refused_when_built_not_when_first_used(settings, says):
     with pytest.raises(UserError) as raised:
         SearchConfig(**settings)

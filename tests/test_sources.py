@@ -1,5 +1,6 @@
 """data/sources.py: a user's own corpus as parallel files, TSV, JSONL or a Hugging Face dataset,
 carving validation, and every bad input in one line. Built from the committed toy corpus."""
+
 import gzip
 import json
 import logging
@@ -9,9 +10,8 @@ import pytest
 
 from data import DataConfig, TokenizerConfig, load_multi30k, prepare_data
 from data.prepare import load_corpus
-from utils.errors import UserError
-
 from helpers import TOY_CORPUS, run_train
+from utils.errors import UserError
 
 TOY = load_multi30k("de", "en", str(TOY_CORPUS))
 
@@ -27,8 +27,9 @@ def as_pairs(ds) -> list[tuple[str, str]]:
 def test_parallel_files_are_read_as_multi30k_reads_them_in_either_direction(tmp_path):
     (tmp_path / "dev.de.gz").write_bytes(gzip.compress((TOY_CORPUS / "val.de").read_bytes()))  # .gz too
     (tmp_path / "dev.en").write_bytes((TOY_CORPUS / "val.en").read_bytes())
-    text = corpus("files", train=str(TOY_CORPUS / "train"), val=str(tmp_path / "dev"),
-                  test=[str(TOY_CORPUS / "test_2016_flickr")])
+    text = corpus(
+        "files", train=str(TOY_CORPUS / "train"), val=str(tmp_path / "dev"), test=[str(TOY_CORPUS / "test_2016_flickr")]
+    )
     assert list(text) == ["train", "val", "test_2016_flickr"]
     for split in text:
         assert as_pairs(text[split]) == as_pairs(TOY[split])
@@ -77,7 +78,9 @@ def test_tsv_quotes_are_text_unless_csv_quoting_is_asked_for(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="data.sources"):
         plain = corpus("tsv", train=str(path), val=str(path), header=True, src_field="de", tgt_field="en")
     assert as_pairs(plain["val"]) == [('"ein', 'Hund"'), ('"Katze"', '"cat"')]
-    assert "line 3: the fields are in double quotes, which are kept as part of the text; data.quoting=csv" in caplog.text
+    assert (
+        "line 3: the fields are in double quotes, which are kept as part of the text; data.quoting=csv" in caplog.text
+    )
 
 
 def test_test_splits_of_one_name_each_keep_their_own(tmp_path):
@@ -88,16 +91,28 @@ def test_test_splits_of_one_name_each_keep_their_own(tmp_path):
         for lang in ("de", "en"):
             (tmp_path / folder / f"test.{lang}").write_text(f"{folder} {lang}\n")
             (tmp_path / folder / f"test_2.{lang}").write_text(f"{folder}2 {lang}\n")
-    text = corpus("files", train=str(TOY_CORPUS / "train"), val=str(TOY_CORPUS / "val"),
-                  test=[str(tmp_path / "a" / "test_2"), str(tmp_path / "a" / "test"), str(tmp_path / "b" / "test")])
+    text = corpus(
+        "files",
+        train=str(TOY_CORPUS / "train"),
+        val=str(TOY_CORPUS / "val"),
+        test=[str(tmp_path / "a" / "test_2"), str(tmp_path / "a" / "test"), str(tmp_path / "b" / "test")],
+    )
     assert {split: text[split]["src"] for split in text if split not in ("train", "val")} == {
-        "test_2": ["a2 de"], "test": ["a de"], "test_3": ["b de"]}
+        "test_2": ["a2 de"],
+        "test": ["a de"],
+        "test_3": ["b de"],
+    }
 
 
 def test_jsonl_as_translation_records_or_two_keys(tmp_path):
     records = tmp_path / "train.jsonl"
-    records.write_text("".join(json.dumps({"translation": {"de": de, "en": en}}, ensure_ascii=False) + "\n"
-                               for de, en in as_pairs(TOY["val"])), encoding="utf-8")
+    records.write_text(
+        "".join(
+            json.dumps({"translation": {"de": de, "en": en}}, ensure_ascii=False) + "\n"
+            for de, en in as_pairs(TOY["val"])
+        ),
+        encoding="utf-8",
+    )
     keys = tmp_path / "keys.jsonl"
     keys.write_text("".join(json.dumps({"quelle": de, "ziel": en}) + "\n" for de, en in as_pairs(TOY["val"])))
     assert as_pairs(corpus("jsonl", train=str(records), val=str(records))["val"]) == as_pairs(TOY["val"])
@@ -108,10 +123,14 @@ def test_jsonl_as_translation_records_or_two_keys(tmp_path):
 def hf_copy(folder) -> str:
     """The toy corpus as a Hugging Face translation dataset saved locally, as a user would bring
     one from a machine with a network: wmt16's layout (translation column, validation split)."""
-    datasets.DatasetDict({
-        theirs: datasets.Dataset.from_dict({"translation": [{"de": de, "en": en} for de, en in as_pairs(TOY[ours])]})
-        for ours, theirs in (("train", "train"), ("val", "validation"), ("test_2016_flickr", "test"))
-    }).save_to_disk(str(folder))
+    datasets.DatasetDict(
+        {
+            theirs: datasets.Dataset.from_dict(
+                {"translation": [{"de": de, "en": en} for de, en in as_pairs(TOY[ours])]}
+            )
+            for ours, theirs in (("train", "train"), ("val", "validation"), ("test_2016_flickr", "test"))
+        }
+    ).save_to_disk(str(folder))
     return str(folder)
 
 
@@ -122,15 +141,17 @@ def test_a_saved_hugging_face_dataset_and_local_data_files(tmp_path):
     files = tmp_path / "files"
     files.mkdir()
     for split in ("train", "validation"):
-        (files / f"{split}.jsonl").write_text("".join(json.dumps({"de": de, "en": en}) + "\n"
-                                                      for de, en in as_pairs(TOY["val"])))
+        (files / f"{split}.jsonl").write_text(
+            "".join(json.dumps({"de": de, "en": en}) + "\n" for de, en in as_pairs(TOY["val"]))
+        )
     text = corpus("hf", name=str(files), train="train", val="validation")
     assert as_pairs(text["val"]) == as_pairs(TOY["val"])
 
 
 def test_a_missing_sentence_in_a_hugging_face_dataset_reads_as_empty(tmp_path):
-    datasets.Dataset.from_dict({"de": ["ein Hund", None, "eine Katze"], "en": ["a dog", "a cat?", "a cat"]}) \
-        .save_to_disk(str(tmp_path / "nulls"))
+    datasets.Dataset.from_dict(
+        {"de": ["ein Hund", None, "eine Katze"], "en": ["a dog", "a cat?", "a cat"]}
+    ).save_to_disk(str(tmp_path / "nulls"))
     text = corpus("hf", name=str(tmp_path / "nulls"), train="train", val="train")
     assert as_pairs(text["train"]) == [("ein Hund", "a dog"), ("eine Katze", "a cat")]  # dropped from training
     assert as_pairs(text["val"]) == [("ein Hund", "a dog"), ("", "a cat?"), ("eine Katze", "a cat")]  # kept aligned
@@ -144,31 +165,54 @@ def test_validation_is_carved_from_training_when_there_is_none():
     assert as_pairs(again["val"]) == as_pairs(text["val"])
     other = corpus("files", train=str(TOY_CORPUS / "train"), val_size=100, val_seed=4)
     assert as_pairs(other["val"]) != as_pairs(text["val"])
-    only_val = load_corpus(DataConfig(source="files", train=str(TOY_CORPUS / "train"), val_size=100, val_seed=3),
-                           splits=["val"])
+    only_val = load_corpus(
+        DataConfig(source="files", train=str(TOY_CORPUS / "train"), val_size=100, val_seed=3), splits=["val"]
+    )
     assert list(only_val) == ["val"] and as_pairs(only_val["val"]) == as_pairs(text["val"])  # heads.py asks so
 
 
 def test_everything_after_loading_is_the_one_path(tmp_path):
-    data = prepare_data(DataConfig(source="files", train=str(TOY_CORPUS / "train"), val=str(TOY_CORPUS / "val"),
-                                   test=[str(TOY_CORPUS / "test_2016_flickr")], cache_dir=str(tmp_path),
-                                   tokenizer=TokenizerConfig(vocab_size=360)))
-    multi30k = prepare_data(DataConfig(dir=str(TOY_CORPUS), cache_dir=str(tmp_path),
-                                       tokenizer=TokenizerConfig(vocab_size=360)))
+    data = prepare_data(
+        DataConfig(
+            source="files",
+            train=str(TOY_CORPUS / "train"),
+            val=str(TOY_CORPUS / "val"),
+            test=[str(TOY_CORPUS / "test_2016_flickr")],
+            cache_dir=str(tmp_path),
+            tokenizer=TokenizerConfig(vocab_size=360),
+        )
+    )
+    multi30k = prepare_data(
+        DataConfig(dir=str(TOY_CORPUS), cache_dir=str(tmp_path), tokenizer=TokenizerConfig(vocab_size=360))
+    )
     assert data.tokenizer.fingerprint() == multi30k.tokenizer.fingerprint()  # the same text: the same cache
     assert data.tokens["test_2016_flickr"]["tgt_ids"] == multi30k.tokens["test_2016_flickr"]["tgt_ids"]
 
 
 def test_a_run_trains_on_parallel_files_from_the_command_line(tmp_path):
-    run_train(tmp_path / "run", "experiment=ci", "data=files", f"data.train={TOY_CORPUS / 'train'}",
-              f"data.test=[{TOY_CORPUS / 'test_2016_flickr'}]", "data.val_size=100", "data.src_lang=en",
-              "data.tgt_lang=de", "data.tokenizer.vocab_size=360", "data.max_train_examples=null", "train.max_steps=20",
-              "train.eval_every=10", "train.head_importance=false", f"data.cache_dir={tmp_path / 'cache'}")
+    run_train(
+        tmp_path / "run",
+        "experiment=ci",
+        "data=files",
+        f"data.train={TOY_CORPUS / 'train'}",
+        f"data.test=[{TOY_CORPUS / 'test_2016_flickr'}]",
+        "data.val_size=100",
+        "data.src_lang=en",
+        "data.tgt_lang=de",
+        "data.tokenizer.vocab_size=360",
+        "data.max_train_examples=null",
+        "train.max_steps=20",
+        "train.eval_every=10",
+        "train.head_importance=false",
+        f"data.cache_dir={tmp_path / 'cache'}",
+    )
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert list(results["test"]) == ["test_2016_flickr"] and results["steps"] == 20
     assert len((tmp_path / "run" / "test_2016_flickr.hyp.de").read_text(encoding="utf-8").splitlines()) == 100
-    assert "no validation split: 100 training pairs (seed 1234) validate instead, 600 train" in \
-        (tmp_path / "run" / "train.log").read_text()
+    assert (
+        "no validation split: 100 training pairs (seed 1234) validate instead, 600 train"
+        in (tmp_path / "run" / "train.log").read_text()
+    )
 
 
 def bad(tmp_path, name: str) -> dict:
@@ -184,8 +228,9 @@ def bad(tmp_path, name: str) -> dict:
     (tmp_path / "tiny.en").write_text("a\nb\n")
     write_tsv(tmp_path / "t.tsv", ["de", "en"], [("a", "b")])
     (tmp_path / "r.jsonl").write_text(json.dumps({"de": "a", "english": "b"}) + "\n")
-    (tmp_path / "list.jsonl").write_text(json.dumps({"de": "a", "en": "b"}) + "\n" +
-                                         json.dumps({"translation": ["c", "d"]}) + "\n")
+    (tmp_path / "list.jsonl").write_text(
+        json.dumps({"de": "a", "en": "b"}) + "\n" + json.dumps({"translation": ["c", "d"]}) + "\n"
+    )
     (tmp_path / "half.jsonl").write_text('{"de": "a", "en": "b"}\n{"de": "x\\ud800y", "en": "z"}\n')
     (tmp_path / "q.tsv").write_text('de\ten\n"a\tb"\t"c"d"\n')
     (tmp_path / "broken").mkdir(exist_ok=True)
@@ -197,13 +242,20 @@ def bad(tmp_path, name: str) -> dict:
         "not UTF-8": dict(source="files", train=train, val=str(tmp_path / "latin1")),
         "too few to carve": dict(source="files", train=str(tmp_path / "tiny")),
         "no train": dict(source="files"),
-        "tsv column": dict(source="tsv", train=str(tmp_path / "t.tsv"), val=str(tmp_path / "t.tsv"), header=True,
-                           src_field="de", tgt_field="fr"),
+        "tsv column": dict(
+            source="tsv",
+            train=str(tmp_path / "t.tsv"),
+            val=str(tmp_path / "t.tsv"),
+            header=True,
+            src_field="de",
+            tgt_field="fr",
+        ),
         "jsonl key": dict(source="jsonl", train=str(tmp_path / "r.jsonl"), val=str(tmp_path / "r.jsonl")),
         "jsonl list": dict(source="jsonl", train=str(tmp_path / "list.jsonl"), val=str(tmp_path / "list.jsonl")),
         "jsonl surrogate": dict(source="jsonl", train=str(tmp_path / "half.jsonl"), val=str(tmp_path / "half.jsonl")),
-        "csv quoting": dict(source="tsv", train=str(tmp_path / "q.tsv"), val=str(tmp_path / "q.tsv"), header=True,
-                            quoting="csv"),
+        "csv quoting": dict(
+            source="tsv", train=str(tmp_path / "q.tsv"), val=str(tmp_path / "q.tsv"), header=True, quoting="csv"
+        ),
         "hub offline": dict(source="hf", name="wmt16", subset="de-en", train="train", val="validation"),
         "hf files": dict(source="hf", name=str(tmp_path / "broken"), train="train", val=None),
         "hf config": dict(source="hf", name=str(tmp_path / "broken"), subset="de-en", train="train", val=None),
@@ -212,26 +264,38 @@ def bad(tmp_path, name: str) -> dict:
     }[name]
 
 
-@pytest.mark.parametrize("name, message", [
-    ("line counts", "line counts differ: {tmp}/short.de has 3 lines, {tmp}/short.en has 2"),
-    ("missing language", "no train file for 'fr': neither {toy}/train.fr nor {toy}/train.fr.gz exists"),
-    ("empty file", "{tmp}/empty.de and {tmp}/empty.en holds no pairs for split 'val'"),
-    ("not UTF-8", "{tmp}/latin1.de is not valid UTF-8 (line 2, byte 4 of the line)"),
-    ("too few to carve", "no validation split given and 2 training pairs are too few to carve 1000 from"),
-    ("no train", "data.train is required: the training prefix ({{prefix}}.{{lang}})"),
-    ("tsv column", "{tmp}/t.tsv has no column 'fr'; its header has de, en"),
-    ("jsonl key", "{tmp}/r.jsonl line 1 has no 'en' (neither a key nor translation.en); it has de, english"),
-    ("jsonl list", "{tmp}/list.jsonl line 2 has no 'de' (neither a key nor translation.de); it has translation "
-                   "(its translation is a list, not an object)"),
-    ("jsonl surrogate", "{tmp}/half.jsonl line 2 holds '\\ud800', half of a UTF-16 surrogate pair, which is no character"),
-    ("csv quoting", "{tmp}/q.tsv line 2 is not a row by CSV rules"),
-    ("hub offline", "cannot reach the Hugging Face hub for 'wmt16' (Couldn't reach 'wmt16' on the Hub "
-                    "(OfflineModeIsEnabled)); without a network"),
-    ("hf files", "cannot read the data files of '{tmp}/broken' as a dataset: "),
-    ("hf config", "dataset '{tmp}/broken' has no configuration 'de-en': BuilderConfig 'de-en' not found"),
-    ("hf split", "has no split 'dev'; it has train, validation, test"),
-    ("unknown source", "data.source must be one of multi30k, files, tsv, jsonl, hf, not 'csv'"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("line counts", "line counts differ: {tmp}/short.de has 3 lines, {tmp}/short.en has 2"),
+        ("missing language", "no train file for 'fr': neither {toy}/train.fr nor {toy}/train.fr.gz exists"),
+        ("empty file", "{tmp}/empty.de and {tmp}/empty.en holds no pairs for split 'val'"),
+        ("not UTF-8", "{tmp}/latin1.de is not valid UTF-8 (line 2, byte 4 of the line)"),
+        ("too few to carve", "no validation split given and 2 training pairs are too few to carve 1000 from"),
+        ("no train", "data.train is required: the training prefix ({{prefix}}.{{lang}})"),
+        ("tsv column", "{tmp}/t.tsv has no column 'fr'; its header has de, en"),
+        ("jsonl key", "{tmp}/r.jsonl line 1 has no 'en' (neither a key nor translation.en); it has de, english"),
+        (
+            "jsonl list",
+            "{tmp}/list.jsonl line 2 has no 'de' (neither a key nor translation.de); it has translation "
+            "(its translation is a list, not an object)",
+        ),
+        (
+            "jsonl surrogate",
+            "{tmp}/half.jsonl line 2 holds '\\ud800', half of a UTF-16 surrogate pair, which is no character",
+        ),
+        ("csv quoting", "{tmp}/q.tsv line 2 is not a row by CSV rules"),
+        (
+            "hub offline",
+            "cannot reach the Hugging Face hub for 'wmt16' (Couldn't reach 'wmt16' on the Hub "
+            "(OfflineModeIsEnabled)); without a network",
+        ),
+        ("hf files", "cannot read the data files of '{tmp}/broken' as a dataset: "),
+        ("hf config", "dataset '{tmp}/broken' has no configuration 'de-en': BuilderConfig 'de-en' not found"),
+        ("hf split", "has no split 'dev'; it has train, validation, test"),
+        ("unknown source", "data.source must be one of multi30k, files, tsv, jsonl, hf, not 'csv'"),
+    ],
+)
 def test_bad_input_is_one_clear_line(tmp_path, name, message):
     with pytest.raises(UserError) as error:
         corpus(**bad(tmp_path, name))

@@ -1,11 +1,12 @@
 """training/state.py: what a checkpoint saves of a run is what resuming restores, part by part."""
+
 import dataclasses
 import io
 
 import torch
-from helpers import random_pairs, tiny_model
 
 from data import collate
+from helpers import random_pairs, tiny_model
 from training.config import TrainConfig
 from training.distributed import Distributed
 from training.schedule import Schedule
@@ -16,8 +17,13 @@ def make_state(seed: int) -> TrainState:
     model = tiny_model(seed=seed).train()
     cfg = TrainConfig(schedule="linear", warmup_steps=2, max_steps=50)
     progress = Progress()
-    return TrainState(model, torch.optim.AdamW(model.parameters(), lr=1e-3), Schedule.from_config(cfg), progress,
-                      RandomStreams(torch.device("cpu"), Distributed(torch.device("cpu")), seed, progress))
+    return TrainState(
+        model,
+        torch.optim.AdamW(model.parameters(), lr=1e-3),
+        Schedule.from_config(cfg),
+        progress,
+        RandomStreams(torch.device("cpu"), Distributed(torch.device("cpu")), seed, progress),
+    )
 
 
 def trained_a_little(seed: int) -> TrainState:
@@ -67,7 +73,9 @@ def test_a_restored_state_saves_what_the_saved_one_did_and_draws_the_same_number
     for key, part in TrainState.PARTS.items():
         if part != "rng":  # the stream has moved on by the draw above, in both
             assert same(getattr(restored, part).state_dict(), checkpoint["train_state"][key]), part
-    assert all(torch.equal(a, b) for a, b in zip(restored.model.state_dict().values(), saved.model.state_dict().values()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(restored.model.state_dict().values(), saved.model.state_dict().values())
+    )
 
 
 def test_restoring_works_in_place_so_holders_of_a_part_see_it():

@@ -1,4 +1,5 @@
 """One optimizer step (training/step.py): accumulation and the non-finite guard."""
+
 import copy
 import math
 from contextlib import nullcontext
@@ -6,10 +7,9 @@ from contextlib import nullcontext
 import torch
 
 from data import collate
+from helpers import random_pairs, tiny_model
 from model import Transformer
 from training.step import train_step
-
-from helpers import random_pairs, tiny_model
 
 
 def deterministic_model() -> Transformer:

@@ -1,4 +1,5 @@
 """data/subword_sampling.py: segmentations drawn from the n best, P^alpha-weighted."""
+
 import numpy as np
 import pytest
 

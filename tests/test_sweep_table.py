@@ -1,4 +1,5 @@
 """bench/sweep_table.py: a multirun's finished runs, best validation BLEU first."""
+
 import json
 
 import yaml
@@ -10,8 +11,9 @@ from helpers import run_script
 def fake_run(folder, overrides: list[str], bleus: list[float], speeds: list[float]) -> None:
     (folder / ".hydra").mkdir(parents=True)
     (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-    (folder / "results.json").write_text(json.dumps({"total_minutes": 9.87, "steps": 812, "epochs": 6.1,
-                                                     "best_val_bleu": max(bleus)}))
+    (folder / "results.json").write_text(
+        json.dumps({"total_minutes": 9.87, "steps": 812, "epochs": 6.1, "best_val_bleu": max(bleus)})
+    )
     with SummaryWriter(str(folder)) as writer:
         for step, speed in enumerate(speeds):
             writer.add_scalar("train/tokens_per_sec", speed, step * 20)
@@ -26,8 +28,9 @@ def test_runs_are_ranked_by_best_validation_bleu(tmp_path):
     result = run_script("bench/sweep_table.py", tmp_path)
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 4  # header, rule, two finished runs
-    assert lines[2] == ("| 1 | `experiment=proxy train.lr=0.005` | 9.9 | 812 (6.1) | 4,000 | 12.0, 24.5, 23.0 "
-                        "| **24.50** |")
+    assert lines[2] == (
+        "| 1 | `experiment=proxy train.lr=0.005` | 9.9 | 812 (6.1) | 4,000 | 12.0, 24.5, 23.0 | **24.50** |"
+    )
     assert lines[3].startswith("| 0 | `experiment=proxy train.lr=0.003` |") and "| 5,100 | 10.0, 20.0 |" in lines[3]
 
 

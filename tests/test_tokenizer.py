@@ -1,4 +1,5 @@
 """data/tokenizer.py: SentencePiece trained on the training text, round trips, special ids, caches."""
+
 import logging
 import re
 import unicodedata
@@ -35,8 +36,12 @@ def test_special_ids_are_fixed(multi30k):
 def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
     words_de = "ein kleiner hund eine katze spielt im garten mit zwei kindern und einem ball".split()
     words_en = "a small dog a cat plays in the garden with two children and one ball".split()
-    train = Dataset.from_dict({"src": [" ".join(words_de[i:] + words_de[:i]) for i in range(14)] * 10,
-                               "tgt": [" ".join(words_en[i:] + words_en[:i]) for i in range(14)] * 10})
+    train = Dataset.from_dict(
+        {
+            "src": [" ".join(words_de[i:] + words_de[:i]) for i in range(14)] * 10,
+            "tgt": [" ".join(words_en[i:] + words_en[:i]) for i in range(14)] * 10,
+        }
+    )
     cfg = TokenizerConfig(vocab_size=300, model_type="bpe")
     with caplog.at_level(logging.INFO, logger="data.tokenizer"):
         first = train_tokenizer(train, cfg, tmp_path)

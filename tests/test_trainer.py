@@ -1,20 +1,20 @@
 """The training loop (training/trainer.py): time budget and schedule on a fake clock (a raised
 limit extending a run included), the last step's attention, non-finite stops, accumulation, bf16.
 Resuming and interrupting: test_resume.py."""
-from typing import Callable
+
+from collections.abc import Callable
 
 import pytest
 import torch
 
 import training.trainer
+from helpers import compose_config, run_train, scalars
 from inference.checkpoint import load_checkpoint
 from inference.translator import Translator
 from model import Transformer
 from training.run import train
 from utils.errors import UserError
 from viz.attention_store import steps
-
-from helpers import compose_config, run_train, scalars
 
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 
@@ -51,8 +51,14 @@ def test_time_budget_stops_training_and_leaves_the_reserve(multi30k_dir, tmp_pat
     clock = FakeClock(per_step=1.0, per_translation=10.0)
     clock.install(monkeypatch)
     caplog.set_level("INFO", logger="train")
-    cfg = compose_config("experiment=ci", "train.max_minutes=1", "train.reserve_minutes=0.5", "train.max_steps=100000",
-                         "train.schedule=constant", *QUIET)
+    cfg = compose_config(
+        "experiment=ci",
+        "train.max_minutes=1",
+        "train.reserve_minutes=0.5",
+        "train.max_steps=100000",
+        "train.schedule=constant",
+        *QUIET,
+    )
     results = train(cfg, tmp_path, clock=clock)
     # 30 s of training budget at 1 s a step: the check before step 31 still sees 30 s
     assert results["steps"] == 31
@@ -67,9 +73,18 @@ def linear_budget_run(clock: FakeClock, minutes: float, run_dir, monkeypatch, ca
     reserved), validating every 10 steps on the fake clock: (config, results)."""
     clock.install(monkeypatch)
     caplog.set_level("INFO", logger="train")
-    cfg = compose_config("experiment=ci", f"train.max_minutes={minutes}", "train.reserve_minutes=0.5",
-                         "train.max_steps=100000", "train.schedule=linear", "train.warmup_steps=5",
-                         "train.eval_every=10", "train.log_every=1", "train.attention_every=0", "train.threads=1")
+    cfg = compose_config(
+        "experiment=ci",
+        f"train.max_minutes={minutes}",
+        "train.reserve_minutes=0.5",
+        "train.max_steps=100000",
+        "train.schedule=linear",
+        "train.warmup_steps=5",
+        "train.eval_every=10",
+        "train.log_every=1",
+        "train.attention_every=0",
+        "train.threads=1",
+    )
     return cfg, train(cfg, run_dir, clock=clock)
 
 
@@ -85,8 +100,7 @@ def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi3
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000030.pt")["train_state"]["scheduler"]["last_step"] == 30
 
 
-def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(multi30k_dir, tmp_path, monkeypatch,
-                                                                           caplog):
+def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(multi30k_dir, tmp_path, monkeypatch, caplog):
     clock = FakeClock(per_step=lambda n: 2.0 if n <= 10 else 1.0)  # twice as fast after step 10
     cfg, results = linear_budget_run(clock, 2, tmp_path, monkeypatch, caplog)
     # 90 s of budget. Step 10 at 20 s: 70 s left at 2 s a step -> step 45. Step 20 at 30 s: 60 s
@@ -132,8 +146,15 @@ def test_a_higher_max_steps_extends_a_run_and_changed_settings_are_said_and_used
 
 
 def test_the_last_steps_attention_is_stored_too(multi30k_dir, tmp_path):
-    run_train(tmp_path, "experiment=ci", "train.max_steps=30", "train.eval_every=20", "train.max_minutes=null",
-              "train.threads=1", "train.head_importance=false")
+    run_train(
+        tmp_path,
+        "experiment=ci",
+        "train.max_steps=30",
+        "train.eval_every=20",
+        "train.max_minutes=null",
+        "train.threads=1",
+        "train.head_importance=false",
+    )
     assert steps(tmp_path) == [0, 20, 30]  # the slider reaches the step training stopped at
 
 
@@ -150,8 +171,11 @@ def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monk
 
     monkeypatch.setattr(Transformer, "forward", forward_that_overflows)
     cfg = compose_config("experiment=ci", "train.checkpoint_every=10", *QUIET)
-    with pytest.raises(UserError, match=r"non-finite loss \(inf\) or gradient norm \(.*\) at step 21; "
-                                        r"stopped\. Last good checkpoint: .*step_0000020\.pt"):
+    with pytest.raises(
+        UserError,
+        match=r"non-finite loss \(inf\) or gradient norm \(.*\) at step 21; "
+        r"stopped\. Last good checkpoint: .*step_0000020\.pt",
+    ):
         train(cfg, tmp_path)
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000020.pt")["train_state"]["progress"]["step"] == 20
 
@@ -167,8 +191,15 @@ def test_gradient_accumulation_consumes_grad_accum_batches_per_step(multi30k_dir
 def test_bf16_autocast_trains_on_the_cpu(multi30k_dir, tmp_path, caplog):
     """A few steps of the tiny model in bf16 (emulated, and so slow, on a CPU without native bf16)."""
     caplog.set_level("INFO", logger="train")
-    cfg = compose_config("experiment=ci", "train.precision=bf16", "train.max_steps=3", "train.max_tokens=512",
-                         "data.max_eval_examples=8", "train.test_beam_size=1", *QUIET)
+    cfg = compose_config(
+        "experiment=ci",
+        "train.precision=bf16",
+        "train.max_steps=3",
+        "train.max_tokens=512",
+        "data.max_eval_examples=8",
+        "train.test_beam_size=1",
+        *QUIET,
+    )
     results = train(cfg, tmp_path)
     assert results["steps"] == 3 and results["precision"] == "bf16"
     assert "precision: " in caplog.text

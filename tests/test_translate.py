@@ -1,11 +1,12 @@
 """translate.py as a user runs it: arguments, stdin, files, a terminal, attention, errors."""
-import subprocess
 
-from inference.translator import Translator
-from inference.search_config import SearchConfig
+import subprocess
 
 from helpers import SENTENCES, run_script, start_script
 from helpers.commands import command
+from inference.search_config import SearchConfig
+from inference.translator import Translator
+
 
 def translate(*args, stdin: bytes | None = None, check=True) -> subprocess.CompletedProcess:
     """translate.py as a user runs it; bytes in and out (tests feed it bad UTF-8)."""
@@ -32,17 +33,25 @@ def test_greedy_option_and_n_best_format(ci_run, trained, multi30k):
     greedy = translate("-c", ci_run, "--greedy", "-b", "5", *sources).stdout.decode().splitlines()
     assert greedy == Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
     assert greedy != translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines()
-    rows = [line.split("\t") for line in translate("-c", ci_run, "-n", "3", *SENTENCES[:2]).stdout.decode().splitlines()]
+    rows = [
+        line.split("\t") for line in translate("-c", ci_run, "-n", "3", *SENTENCES[:2]).stdout.decode().splitlines()
+    ]
     assert [r[0] for r in rows] == ["1", "1", "1", "2", "2", "2"]
     scores = [float(r[1]) for r in rows[:3]]
     assert scores == sorted(scores, reverse=True)
 
 
 def test_attention_files_and_terminal_heatmap(ci_run, tmp_path):
-    result = translate("-c", ci_run, "--attention", tmp_path / "maps", "--show-attention", SENTENCES[1], "", SENTENCES[3])
+    result = translate(
+        "-c", ci_run, "--attention", tmp_path / "maps", "--show-attention", SENTENCES[1], "", SENTENCES[3]
+    )
     names = sorted(p.name for p in (tmp_path / "maps").iterdir())
-    expected = sorted(f"sentence{n}_{kind}_layer{layer}.png" for n in (1, 3)
-                      for kind in ("encoder_self", "decoder_self", "cross") for layer in (1, 2))
+    expected = sorted(
+        f"sentence{n}_{kind}_layer{layer}.png"
+        for n in (1, 3)
+        for kind in ("encoder_self", "decoder_self", "cross")
+        for layer in (1, 2)
+    )
     assert names == expected  # no figures for the empty line 2
     assert all((tmp_path / "maps" / n).read_bytes().startswith(b"\x89PNG") for n in names)
     heatmap = result.stderr.decode()
@@ -106,8 +115,12 @@ def test_a_terminal_gets_each_translation_as_its_line_is_entered(ci_run):
     import select
 
     controller, terminal = pty.openpty()
-    process = start_script(command("translate.py", "-c", ci_run, "--greedy"), stdin=terminal,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = start_script(
+        command("translate.py", "-c", ci_run, "--greedy"),
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     os.close(terminal)
     try:
         os.write(controller, (SENTENCES[0] + "\n").encode())

@@ -1,14 +1,14 @@
 """Translating with a trained model (inference/translator.py, model/search.py on the ci run's
 weights): search correctness, one line per translation, evaluation leaving the mode it found."""
+
 import pytest
 import torch
 
 from data.batching import pad
-from inference.translator import Translator
-from inference.search_config import SearchConfig
-from model.search import beam_search, greedy_search
-
 from helpers import SENTENCES
+from inference.search_config import SearchConfig
+from inference.translator import Translator
+from model.search import beam_search, greedy_search
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def test_sources(trained, multi30k):
 
 def batches(src_ids, size=40):
     for start in range(0, len(src_ids), size):
-        yield pad(src_ids[start: start + size])
+        yield pad(src_ids[start : start + size])
 
 
 def test_greedy_equals_beam_size_one(trained, test_sources):
@@ -37,7 +37,7 @@ def test_beam_scores_are_the_models_log_probabilities(trained, test_sources):
     best = [hyps[0] for hyps in beam_search(model, src, beam_size=3, max_len=40)]
     for row, hyp in enumerate(best):
         tgt = torch.tensor([[2, *hyp.tokens]])
-        logits = model(src[row: row + 1, : int((src[row] != 0).sum())], tgt).logits
+        logits = model(src[row : row + 1, : int((src[row] != 0).sum())], tgt).logits
         log_probs = logits.log_softmax(-1)[0]
         gold = torch.tensor([*hyp.tokens, 3])
         assert log_probs.gather(1, gold[:, None]).sum().item() == pytest.approx(hyp.log_prob, abs=1e-3)
@@ -46,8 +46,9 @@ def test_beam_scores_are_the_models_log_probabilities(trained, test_sources):
 def test_cached_decoding_gives_the_same_output_as_uncached(trained, test_sources):
     model, _ = trained
     src = pad(test_sources[:30])
-    assert ([h.tokens for h in greedy_search(model, src, 40)]
-            == [h.tokens for h in greedy_search(model, src, 40, use_cache=False)])
+    assert [h.tokens for h in greedy_search(model, src, 40)] == [
+        h.tokens for h in greedy_search(model, src, 40, use_cache=False)
+    ]
     cached = beam_search(model, src, beam_size=3, max_len=40, n_best=3)
     uncached = beam_search(model, src, beam_size=3, max_len=40, n_best=3, use_cache=False)
     assert [[h.tokens for h in hyps] for hyps in cached] == [[h.tokens for h in hyps] for hyps in uncached]
@@ -122,10 +123,17 @@ def test_evaluation_helpers_give_back_training_mode(trained, multi30k):
     collect_attention(model, tokenizer, SENTENCES[:2], translator.translate_ids(translator.source_ids(SENTENCES[:2])))
     assert model.training
     text = multi30k.text["val"][:20]
-    val = [{"src_ids": s, "tgt_ids": t}
-           for s, t in zip(tokenizer.encode_src(text["src"]), tokenizer.encode_tgt(text["tgt"]))]
-    loader = DataLoader(val, collate_fn=collate, batch_sampler=TokenBucketSampler(
-        [len(x["src_ids"]) for x in val], [len(x["tgt_ids"]) for x in val], 4096, shuffle=False))
+    val = [
+        {"src_ids": s, "tgt_ids": t}
+        for s, t in zip(tokenizer.encode_src(text["src"]), tokenizer.encode_tgt(text["tgt"]))
+    ]
+    loader = DataLoader(
+        val,
+        collate_fn=collate,
+        batch_sampler=TokenBucketSampler(
+            [len(x["src_ids"]) for x in val], [len(x["tgt_ids"]) for x in val], 4096, shuffle=False
+        ),
+    )
     teacher_forced_loss(model, loader, torch.device("cpu"), lambda: torch.autocast("cpu", enabled=False))
     assert model.training
     model.eval()

@@ -1,17 +1,23 @@
 """What training measures and stores at its evaluations (training/validation.py): the attention
 probes."""
+
 import gzip
 import os
 from pathlib import Path
 
 import pytest
 
+from helpers import run_train
 from viz.attention_store import read_step
 
-from helpers import run_train
-
-QUICK = ["experiment=ci", "train.max_steps=10", "train.eval_every=10", "train.max_minutes=null", "train.threads=1",
-         "train.head_importance=false"]
+QUICK = [
+    "experiment=ci",
+    "train.max_steps=10",
+    "train.eval_every=10",
+    "train.max_minutes=null",
+    "train.threads=1",
+    "train.head_importance=false",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +41,16 @@ def test_validation_sentences_without_pieces_are_passed_over_as_probes(data_with
         val = file.read().split("\n")
     stored = read_step(tmp_path, 10)
     assert [s["source"] for s in stored.sentences] == [val[1], val[3], val[4]]  # still three probes
-    assert "attention probes: 2 validation sentence(s) without source pieces passed over" in (
-        tmp_path / "train.log").read_text()
+    assert (
+        "attention probes: 2 validation sentence(s) without source pieces passed over"
+        in (tmp_path / "train.log").read_text()
+    )
 
 
 def test_a_given_probe_sentence_without_pieces_is_refused(multi30k_dir, tmp_path):
     result = run_train(tmp_path, *QUICK, "train.attention_sentences=['Ein Hund.','\u200b']", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "train.attention_sentences: '\\u200b' has no source pieces to attend to" in result.stderr  # shown, not invisible
+    assert (
+        "train.attention_sentences: '\\u200b' has no source pieces to attend to" in result.stderr
+    )  # shown, not invisible
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr

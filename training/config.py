@@ -3,11 +3,12 @@
 The dataclasses double as validation: Hydra rejects unknown keys and wrong types against
 them before anything runs, and `to_run_config` checks values that types cannot express.
 """
+
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
@@ -19,10 +20,10 @@ from model import TransformerConfig
 from utils.errors import UserError
 from utils.settings import default_of, override_keys, read_when, unread_settings
 
-
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-ATTENTION_LOGGED = read_when(lambda t: t.attention_every != 0,
-                             "read only where attention is logged (train.attention_every=0 turns it off)")
+ATTENTION_LOGGED = read_when(
+    lambda t: t.attention_every != 0, "read only where attention is logged (train.attention_every=0 turns it off)"
+)
 # The model settings a run takes from its tokenizer (training/run.py): given, they would be overwritten.
 FROM_TOKENIZER = ("src_vocab_size", "tgt_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id")
 
@@ -39,8 +40,10 @@ class TrainConfig:
     max_epochs: int = 1000
     max_minutes: float | None = 60  # wall-clock budget of the whole run, resumes and final evaluation included
     # of max_minutes, kept for the final validation, averaging and test decoding
-    reserve_minutes: float = field(default=1.5, metadata=read_when(
-        lambda t: t.max_minutes is not None, "read only with a time budget (train.max_minutes)"))
+    reserve_minutes: float = field(
+        default=1.5,
+        metadata=read_when(lambda t: t.max_minutes is not None, "read only with a time budget (train.max_minutes)"),
+    )
     # optimisation
     lr: float = 3e-3  # peak learning rate, reached at the end of warmup
     warmup_steps: int = 500
@@ -48,8 +51,12 @@ class TrainConfig:
     # budget at the first validation after warmup), "inverse_sqrt" as lr * sqrt(warmup/step),
     # or "constant"
     schedule: str = "linear"
-    lr_floor: float = field(default=0.0, metadata=read_when(  # linear: the last step's lr, as a fraction of the peak
-        lambda t: t.schedule == "linear", "read by train.schedule=linear only"))
+    lr_floor: float = field(
+        default=0.0,
+        metadata=read_when(  # linear: the last step's lr, as a fraction of the peak
+            lambda t: t.schedule == "linear", "read by train.schedule=linear only"
+        ),
+    )
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-9
     weight_decay: float = 0.0
@@ -67,9 +74,13 @@ class TrainConfig:
     average_last: int = 5  # >1: also evaluate the average of the last K checkpoints
     eval_beam_size: int = 1  # validation BLEU decoding (greedy is fast enough to run often)
     test_beam_size: int = 5  # final test decoding
-    length_penalty: float = field(default=1.0, metadata=read_when(
-        lambda t: max(t.eval_beam_size, t.test_beam_size) > 1,
-        "read by beam search only: greedy search (beam size 1) ranks nothing; give a beam size above 1"))
+    length_penalty: float = field(
+        default=1.0,
+        metadata=read_when(
+            lambda t: max(t.eval_beam_size, t.test_beam_size) > 1,
+            "read by beam search only: greedy search (beam size 1) ranks nothing; give a beam size above 1",
+        ),
+    )
     n_samples: int = 3  # sample translations logged as text at each validation
     # attention maps in TensorBoard: the first N validation sentences plus any given here,
     # fixed for the whole run so the step slider shows the same maps evolving
@@ -82,8 +93,9 @@ class TrainConfig:
     # takes ~5 minutes of the hour (raise reserve_minutes to match when turning it on), so
     # run `python heads.py -c RUN` after training instead.
     head_importance: bool = False
-    head_importance_sentences: int | None = field(default=500, metadata=read_when(
-        lambda t: t.head_importance, "read only with train.head_importance=true"))
+    head_importance_sentences: int | None = field(
+        default=500, metadata=read_when(lambda t: t.head_importance, "read only with train.head_importance=true")
+    )
     # where a new run folder starts from (a folder's own checkpoints always come first):
     resume: str | None = None  # continue that run (checkpoint file or run folder) here, exactly
     init_from: str | None = None  # a new run from those weights (checkpoint file or run folder)
@@ -122,8 +134,10 @@ def to_run_config(cfg: DictConfig, overrides: Sequence[str] | None = ()) -> RunC
     model_defaults = {f.name: default_of(f) for f in dataclasses.fields(TransformerConfig)}
     for name in FROM_TOKENIZER:  # before the model's own checks, which would find them inconsistent
         if "model" in cfg and cfg.model.get(name, model_defaults[name]) != model_defaults[name]:
-            raise UserError(f"model.{name} is not read: a run takes it from its tokenizer "
-                            "(the vocabulary's size is data.tokenizer.vocab_size)")
+            raise UserError(
+                f"model.{name} is not read: a run takes it from its tokenizer "
+                "(the vocabulary's size is data.tokenizer.vocab_size)"
+            )
     try:
         run = OmegaConf.to_object(cfg)
     except (OmegaConfBaseException, ValueError) as e:
@@ -133,41 +147,59 @@ def to_run_config(cfg: DictConfig, overrides: Sequence[str] | None = ()) -> RunC
     t, m, d = run.train, run.model, run.data
     checks = [
         (t.lr > 0, f"train.lr must be positive, not {t.lr}"),
-        (len(t.betas) == 2 and all(0.0 <= b < 1.0 for b in t.betas),
-         f"train.betas must be two numbers in [0, 1), not {list(t.betas)}"),
+        (
+            len(t.betas) == 2 and all(0.0 <= b < 1.0 for b in t.betas),
+            f"train.betas must be two numbers in [0, 1), not {list(t.betas)}",
+        ),
         (t.eps > 0, f"train.eps must be positive, not {t.eps}"),
         (t.weight_decay >= 0, f"train.weight_decay must be >= 0, not {t.weight_decay}"),
         (t.warmup_steps >= 0, f"train.warmup_steps must be >= 0, not {t.warmup_steps}"),
-        (t.clip_grad_norm is None or t.clip_grad_norm > 0,
-         "train.clip_grad_norm must be positive (or null: no clipping)"),
+        (
+            t.clip_grad_norm is None or t.clip_grad_norm > 0,
+            "train.clip_grad_norm must be positive (or null: no clipping)",
+        ),
         (t.max_steps > 0 and t.max_epochs > 0, "train.max_steps and train.max_epochs must be positive"),
         (t.max_minutes is None or t.max_minutes > 0, "train.max_minutes must be positive (or null: no time limit)"),
         (t.length_penalty >= 0, f"train.length_penalty must be >= 0, not {t.length_penalty}"),
-        (0.0 <= m.dropout < 1.0 and 0.0 <= m.attention_dropout < 1.0,
-         "model.dropout and model.attention_dropout must be in [0, 1)"),
+        (
+            0.0 <= m.dropout < 1.0 and 0.0 <= m.attention_dropout < 1.0,
+            "model.dropout and model.attention_dropout must be in [0, 1)",
+        ),
         (all(s.strip() for s in t.attention_sentences), "train.attention_sentences holds an empty sentence"),
-        (not (t.resume and t.init_from), "give train.resume (continue a run) or train.init_from (start from its "
-                                         "weights), not both"),
+        (
+            not (t.resume and t.init_from),
+            "give train.resume (continue a run) or train.init_from (start from its weights), not both",
+        ),
         (t.precision in ("auto", "fp32", "bf16"), f"train.precision must be auto, fp32 or bf16, not {t.precision!r}"),
-        (t.schedule in ("linear", "inverse_sqrt", "constant"),
-         f"train.schedule must be linear, inverse_sqrt or constant, not {t.schedule!r}"),
+        (
+            t.schedule in ("linear", "inverse_sqrt", "constant"),
+            f"train.schedule must be linear, inverse_sqrt or constant, not {t.schedule!r}",
+        ),
         (0.0 <= t.lr_floor <= 1.0, "train.lr_floor must be in [0, 1]"),
         (t.max_tokens > 0 and t.grad_accum > 0, "train.max_tokens and train.grad_accum must be positive"),
         (t.eval_every > 0 and t.log_every > 0, "train.eval_every and train.log_every must be positive"),
         (t.attention_every is None or t.attention_every >= 0, "train.attention_every must be >= 0 (0 turns it off)"),
-        (t.head_importance_sentences is None or t.head_importance_sentences > 0,
-         "train.head_importance_sentences must be positive (or null: every validation sentence)"),
+        (
+            t.head_importance_sentences is None or t.head_importance_sentences > 0,
+            "train.head_importance_sentences must be positive (or null: every validation sentence)",
+        ),
         (t.keep_last >= 1, "train.keep_last must be at least 1"),
         (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
         (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
         (d.val_size > 0, f"data.val_size must be positive, not {d.val_size}"),
         (d.quoting in ("none", "csv"), f"data.quoting must be none or csv, not {d.quoting!r}"),
-        (d.subword_sampling >= 0 and d.subword_n_best >= 2,
-         "data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2"),
-        (d.subword_sampling == 0 or d.tokenizer.model_type == "unigram",
-         "data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best segmentations)"),
-        (t.max_minutes is None or 0 <= t.reserve_minutes < t.max_minutes,
-         "train.reserve_minutes must be at least 0 and below train.max_minutes"),
+        (
+            d.subword_sampling >= 0 and d.subword_n_best >= 2,
+            "data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2",
+        ),
+        (
+            d.subword_sampling == 0 or d.tokenizer.model_type == "unigram",
+            "data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best segmentations)",
+        ),
+        (
+            t.max_minutes is None or 0 <= t.reserve_minutes < t.max_minutes,
+            "train.reserve_minutes must be at least 0 and below train.max_minutes",
+        ),
     ]
     for ok, message in checks:
         if not ok:

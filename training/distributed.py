@@ -1,4 +1,5 @@
 """Rank bookkeeping for data-parallel training under torchrun (gloo on CPU, nccl on CUDA)."""
+
 import os
 from datetime import timedelta
 

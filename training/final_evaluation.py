@@ -1,4 +1,5 @@
 """The end of a run: final validation, checkpoint averaging, test scores, results.json."""
+
 import dataclasses
 import json
 import logging
@@ -45,7 +46,7 @@ def finish(trainer: Trainer) -> dict:
     if progress.step % cfg.eval_every != 0 or progress.best_bleu < 0:
         trainer.evaluate()
     if cfg.average_last > 1:
-        paths = step_checkpoints(trainer.ckpt_dir)[-cfg.average_last:]
+        paths = step_checkpoints(trainer.ckpt_dir)[-cfg.average_last :]
         trainer.model.load_state_dict(average_checkpoints(paths))
         averaged_bleu = trainer.evaluate()  # saves the best checkpoint itself when the average wins
         log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
@@ -53,10 +54,15 @@ def finish(trainer: Trainer) -> dict:
 
     sampler = trainer.batches.sampler
     batches_per_epoch = len(sampler) + sampler.start
-    results = {"steps": progress.step,
-               "epochs": round(progress.epoch + progress.position / batches_per_epoch, 2),
-               "minutes": round(progress.elapsed / 60, 2), "parameters": trainer.model.num_parameters(),
-               "precision": cfg.precision, "best_val_bleu": progress.best_bleu, "test": {}}
+    results = {
+        "steps": progress.step,
+        "epochs": round(progress.epoch + progress.position / batches_per_epoch, 2),
+        "minutes": round(progress.elapsed / 60, 2),
+        "parameters": trainer.model.num_parameters(),
+        "precision": cfg.precision,
+        "best_val_bleu": progress.best_bleu,
+        "test": {},
+    }
     translator = trainer.validation.translator(cfg.test_beam_size)
     for split in (s for s in trainer.data.text if s not in ("train", "val")):
         text = trainer.data.text[split]
@@ -64,26 +70,41 @@ def finish(trainer: Trainer) -> dict:
         hyps, refs = translator.translate(list(text["src"])), list(text["tgt"])
         seconds = trainer.clock() - t0
         scores = score_translations(hyps, refs)
-        results["test"][split] = {**dataclasses.asdict(scores),
-                                  "bleu_moses_lowercase": moses_bleu(hyps, refs, trainer.run.data.tgt_lang),
-                                  "beam_size": cfg.test_beam_size,
-                                  "sentences_per_sec": round(len(hyps) / max(seconds, 1e-9), 1)}
-        (trainer.run_dir / f"{split}.hyp.{trainer.run.data.tgt_lang}").write_text("\n".join(hyps) + "\n",
-                                                                                 encoding="utf-8")
+        results["test"][split] = {
+            **dataclasses.asdict(scores),
+            "bleu_moses_lowercase": moses_bleu(hyps, refs, trainer.run.data.tgt_lang),
+            "beam_size": cfg.test_beam_size,
+            "sentences_per_sec": round(len(hyps) / max(seconds, 1e-9), 1),
+        }
+        (trainer.run_dir / f"{split}.hyp.{trainer.run.data.tgt_lang}").write_text(
+            "\n".join(hyps) + "\n", encoding="utf-8"
+        )
         trainer.writer.add_scalar("test/bleu", scores.bleu, progress.step)
-        log.info("%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s", split, scores.bleu, scores.bleu_lowercase,
-                 scores.chrf, scores.bleu_signature)
+        log.info(
+            "%s: BLEU %.2f (lowercased %.2f), chrF %.2f | %s",
+            split,
+            scores.bleu,
+            scores.bleu_lowercase,
+            scores.chrf,
+            scores.bleu_signature,
+        )
     if cfg.head_importance:
         t0 = trainer.clock()
         importance = head_importance(trainer.model, lambda: trainer.validation.measure(cfg.head_importance_sentences))
         log.info("%s", importance_table(importance))
         log_head_importance(trainer.writer, importance, progress.step)
-        results["head_importance"] = {**importance, "sentences_for_bleu": cfg.head_importance_sentences,
-                                      "seconds": round(trainer.clock() - t0, 1)}
+        results["head_importance"] = {
+            **importance,
+            "sentences_for_bleu": cfg.head_importance_sentences,
+            "seconds": round(trainer.clock() - t0, 1),
+        }
     results["total_minutes"] = round((progress.elapsed + trainer.clock() - started) / 60, 2)
     results["peak_rss_mb"] = peak_rss_mb()
-    log.info("%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",
-             results["total_minutes"], results["peak_rss_mb"])
+    log.info(
+        "%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",
+        results["total_minutes"],
+        results["peak_rss_mb"],
+    )
     first_test = next(iter(results["test"].values()), {})
     scores = {"hparam/val_bleu": progress.best_bleu, "hparam/test_bleu": first_test.get("bleu", -1.0)}
     trainer.writer.add_hparams(flat_hparams(trainer.run), scores, run_name=".")

@@ -1,5 +1,6 @@
 """Ctrl-C and SIGTERM stop training after the current step, with a checkpoint, instead of losing
 the steps since the last one."""
+
 import logging
 import signal
 import threading
@@ -35,8 +36,10 @@ class StopOnSignal:
         if self.signum is not None and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.signum = signum
-        log.warning("%s: stopping after this step and saving a checkpoint (Ctrl-C again to stop at once)",
-                    signal.Signals(signum).name)
+        log.warning(
+            "%s: stopping after this step and saving a checkpoint (Ctrl-C again to stop at once)",
+            signal.Signals(signum).name,
+        )
 
     def __enter__(self) -> "StopOnSignal":
         if threading.current_thread() is threading.main_thread():

@@ -1,5 +1,6 @@
 """How training data reaches the loop: pairs the model can take, and batches across epochs."""
-from typing import Iterator
+
+from collections.abc import Iterator
 
 from torch.utils.data import DataLoader
 
@@ -14,8 +15,16 @@ class TrainingBatches:
     lengths differ, so that epoch's pairs and batches are made when it starts.
     """
 
-    def __init__(self, data: PreparedData, sampled: SampledPairs | None, max_len: int, max_tokens: int, seed: int,
-                 rank: int, world_size: int) -> None:
+    def __init__(
+        self,
+        data: PreparedData,
+        sampled: SampledPairs | None,
+        max_len: int,
+        max_tokens: int,
+        seed: int,
+        rank: int,
+        world_size: int,
+    ) -> None:
         self.data, self.sampled, self.max_len, self.max_tokens, self.seed = data, sampled, max_len, max_tokens, seed
         self.sampler_args = dict(shuffle=True, seed=seed, rank=rank, world_size=world_size)
         self.loader_epoch = 0  # whose pairs self.loader holds; without sampling, every epoch's

@@ -3,6 +3,7 @@
 A run with a time budget ends when the budget does, whatever `max_steps` says, so its bar
 counts minutes of the budget (steps go in the postfix); a run without one counts steps.
 """
+
 import math
 import sys
 
@@ -14,9 +15,13 @@ class ProgressBar:
         self.by_time = math.isfinite(budget_seconds)
         common = dict(dynamic_ncols=True, disable=not enabled, mininterval=1.0 if sys.stderr.isatty() else 30.0)
         if self.by_time:
-            self.bar = tqdm(total=round(budget_seconds / 60, 2), initial=round(elapsed / 60, 2), unit="min",
-                            bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} min [{elapsed}<{remaining}{postfix}]",
-                            **common)
+            self.bar = tqdm(
+                total=round(budget_seconds / 60, 2),
+                initial=round(elapsed / 60, 2),
+                unit="min",
+                bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} min [{elapsed}<{remaining}{postfix}]",
+                **common,
+            )
         else:
             self.bar = tqdm(total=max_steps, initial=step, unit="step", **common)
 

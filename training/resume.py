@@ -7,6 +7,7 @@ training/schedule.py). What the saved data position counts in (batches of one si
 out among a number of processes) must not change mid-epoch: the same position would then
 name other batches, training some twice and skipping others.
 """
+
 import dataclasses
 import logging
 import math
@@ -42,16 +43,20 @@ def saved_train_settings(meta: dict) -> dict:
 def changed_settings(saved: dict, cfg: TrainConfig) -> dict[str, tuple]:
     """{name: (the checkpoint's value, this run's value)} for every train setting that differs."""
     ours = dataclasses.asdict(cfg)
-    return {name: (saved[name], ours[name]) for name in ours
-            if name in saved and name not in NOT_SETTINGS and _plain(saved[name]) != _plain(ours[name])}
+    return {
+        name: (saved[name], ours[name])
+        for name in ours
+        if name in saved and name not in NOT_SETTINGS and _plain(saved[name]) != _plain(ours[name])
+    }
 
 
 def _plain(value):
     return list(value) if isinstance(value, (tuple, list)) else value  # YAML gives lists for tuples
 
 
-def check_data_position(path: Path, epoch: int, position: int, saved: dict, saved_world_size: int,
-                        cfg: TrainConfig, world_size: int) -> None:
+def check_data_position(
+    path: Path, epoch: int, position: int, saved: dict, saved_world_size: int, cfg: TrainConfig, world_size: int
+) -> None:
     """Refuse, in one line, to continue mid-epoch where the saved position would name other
     batches: another number of processes (the position counts each rank's batches, and the
     batch list is shared out differently), or another max_tokens (other batches altogether)."""
@@ -59,13 +64,17 @@ def check_data_position(path: Path, epoch: int, position: int, saved: dict, save
         return  # at the start of an epoch every setting makes its own batches afresh
     where = f"{path} stopped {position} batches into epoch {epoch}"
     if saved_world_size != world_size:
-        raise UserError(f"{where} with {saved_world_size} process(es), counted per process; resume it with "
-                        f"{saved_world_size} (this run has {world_size}), or start a new run from its weights "
-                        "with train.init_from")
+        raise UserError(
+            f"{where} with {saved_world_size} process(es), counted per process; resume it with "
+            f"{saved_world_size} (this run has {world_size}), or start a new run from its weights "
+            "with train.init_from"
+        )
     if "max_tokens" in saved and saved["max_tokens"] != cfg.max_tokens:
-        raise UserError(f"{where} with batches of train.max_tokens={saved['max_tokens']}; resume it with the same "
-                        f"value (this run has {cfg.max_tokens}), or start a new run from its weights with "
-                        "train.init_from")
+        raise UserError(
+            f"{where} with batches of train.max_tokens={saved['max_tokens']}; resume it with the same "
+            f"value (this run has {cfg.max_tokens}), or start a new run from its weights with "
+            "train.init_from"
+        )
 
 
 def start(state: TrainState, run: RunConfig, tokenizer: Tokenizer, run_dir: Path, ddp: Distributed) -> None:
@@ -90,25 +99,31 @@ def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tok
         raise UserError(f"{path} translates {theirs[0]}->{theirs[1]}, but this run is {ours[0]}->{ours[1]}")
     saved = checkpoint["tokenizer"]
     if (saved["src"], saved["tgt"]) != (tokenizer.src_model, tokenizer.tgt_model):
-        raise UserError(f"{path} was trained with another tokenizer than this run's data.tokenizer settings "
-                        "make (vocabulary size, type or training data differ)")
+        raise UserError(
+            f"{path} was trained with another tokenizer than this run's data.tokenizer settings "
+            "make (vocabulary size, type or training data differ)"
+        )
 
 
-def resume(state: TrainState, path: Path, run: RunConfig, tokenizer: Tokenizer, run_dir: Path,
-           ddp: Distributed) -> None:
+def resume(
+    state: TrainState, path: Path, run: RunConfig, tokenizer: Tokenizer, run_dir: Path, ddp: Distributed
+) -> None:
     """Continue the run saved in `path` exactly where it stopped: weights, optimizer,
     schedule, data position, random state, best score and time spent."""
     checkpoint = load_checkpoint(path, map_location=ddp.device, for_training=True)
     if "train_state" not in checkpoint:
-        raise UserError(f"{path} holds weights only (no training state) and cannot be resumed; "
-                        "train.init_from starts a new run from its weights")
+        raise UserError(
+            f"{path} holds weights only (no training state) and cannot be resumed; "
+            "train.init_from starts a new run from its weights"
+        )
     check_same_data(checkpoint, path, run, tokenizer)
     if checkpoint["model_config"] != state.model.cfg.to_dict():
         raise UserError(f"{path} was trained with a different model config; resume with the same settings")
     saved_state, saved = checkpoint["train_state"], saved_train_settings(checkpoint["meta"])
     position = saved_state["progress"]
-    check_data_position(path, position["epoch"], position["position"], saved, len(saved_state["rng"]), run.train,
-                        ddp.world_size)
+    check_data_position(
+        path, position["epoch"], position["position"], saved, len(saved_state["rng"]), run.train, ddp.world_size
+    )
     state.restore(checkpoint, path)
     take_changed_settings(state, run.train, changed_settings(saved, run.train))
     progress = state.progress
@@ -139,8 +154,14 @@ def take_changed_settings(state: TrainState, cfg: TrainConfig, changed: dict[str
         per_step = max(elapsed / max(step, 1), 1e-6)  # so far, validations and checkpoints included
         schedule.plan_whole(min(step + int((cfg.budget_seconds - elapsed) / per_step), cfg.max_steps))
     if schedule.planned:
-        log.info("schedule planned anew at step %d: the learning rate decays linearly to %g x peak at step %d "
-                 "(now %.3g x peak)", step, schedule.floor, schedule.last_step, schedule.factor(step + 1))
+        log.info(
+            "schedule planned anew at step %d: the learning rate decays linearly to %g x peak at step %d "
+            "(now %.3g x peak)",
+            step,
+            schedule.floor,
+            schedule.last_step,
+            schedule.factor(step + 1),
+        )
 
 
 def init_from(state: TrainState, path: Path, run: RunConfig, tokenizer: Tokenizer) -> None:
@@ -149,5 +170,8 @@ def init_from(state: TrainState, path: Path, run: RunConfig, tokenizer: Tokenize
     checkpoint = load_checkpoint(path, map_location=next(state.model.parameters()).device)
     check_same_data(checkpoint, path, run, tokenizer)
     load_weights(state.model, checkpoint["model"], path)
-    log.info("weights initialised from %s (step %s); everything else starts anew", path,
-             checkpoint.get("meta", {}).get("step", "?"))
+    log.info(
+        "weights initialised from %s (step %s); everything else starts anew",
+        path,
+        checkpoint.get("meta", {}).get("step", "?"),
+    )

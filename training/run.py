@@ -3,13 +3,14 @@
 This is where data and model meet: the tokenizer trained on the data decides the model's
 vocabulary sizes and special ids.
 """
+
 import dataclasses
 import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable
 
 import torch
 from omegaconf import DictConfig
@@ -34,9 +35,12 @@ def model_config_for(model: TransformerConfig, tokenizer: Tokenizer) -> Transfor
     Separate source and target vocabularies never share an embedding, even of equal size: the
     same id means unrelated pieces on the two sides."""
     try:
-        return dataclasses.replace(model, **{name: getattr(tokenizer, name) for name in FROM_TOKENIZER},
-                                   # one embedding for both sides only where they share one vocabulary
-                                   share_embeddings=model.share_embeddings and tokenizer.joint)
+        return dataclasses.replace(
+            model,
+            **{name: getattr(tokenizer, name) for name in FROM_TOKENIZER},
+            # one embedding for both sides only where they share one vocabulary
+            share_embeddings=model.share_embeddings and tokenizer.joint,
+        )
     except ValueError as e:
         raise UserError(f"model does not fit the tokenizer: {e}") from None
 
@@ -68,15 +72,25 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
         if run.model.share_embeddings and not model_cfg.share_embeddings:
             log.info("separate source and target vocabularies: each side gets its own embedding")
         trainer = Trainer(run, model_cfg, run_dir, data, device, ddp, clock)
-        log.info("model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
-                 trainer.model.num_parameters() / 1e6, device, torch.get_num_threads(), ddp.world_size,
-                 trainer.batches.n_pairs)
+        log.info(
+            "model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
+            trainer.model.num_parameters() / 1e6,
+            device,
+            torch.get_num_threads(),
+            ddp.world_size,
+            trainer.batches.n_pairs,
+        )
         start(trainer.state, run, data.tokenizer, run_dir, ddp)
         with logging_redirect_tqdm():
             trainer.fit(started)
             checksum = sum(p.detach().double().sum().item() for p in trainer.model.parameters())
-            log.info("rank %d/%d stopped at step %d, parameter checksum %.15e", ddp.rank, ddp.world_size,
-                     trainer.state.progress.step, checksum)
+            log.info(
+                "rank %d/%d stopped at step %d, parameter checksum %.15e",
+                ddp.rank,
+                ddp.world_size,
+                trainer.state.progress.step,
+                checksum,
+            )
             # the other ranks leave now rather than wait in a collective for the report, which
             # may take long (head importance, a large model's beam search on the test sets)
             return finish(trainer) if ddp.is_main else {}

@@ -12,6 +12,7 @@ extend a run that ended) follows from its current step the schedule planned for 
 from the start (`plan_whole`): for `linear`, the line from the peak at the end of warmup to the
 floor at the new last step, so an ended run's rate rises from its floor to where that line is.
 """
+
 import math
 from dataclasses import asdict, dataclass
 

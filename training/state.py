@@ -5,10 +5,10 @@ every rank's random streams. Saving and restoring walk the same table of parts (
 part added there is saved and restored alike; tests/test_state.py proves the round trip part
 by part.
 """
+
 import dataclasses
 import logging
 from dataclasses import dataclass
-
 from pathlib import Path
 
 import torch
@@ -60,8 +60,12 @@ class RandomStreams:
     def load_state_dict(self, ranks: list[dict]) -> None:
         if len(ranks) != self.ddp.world_size:
             torch.manual_seed(self.ddp.rank_seed(self.seed) + self.progress.step)
-            log.warning("the checkpoint was written by %d process(es), this run has %d: dropout masks will differ "
-                        "from an uninterrupted run", len(ranks), self.ddp.world_size)
+            log.warning(
+                "the checkpoint was written by %d process(es), this run has %d: dropout masks will differ "
+                "from an uninterrupted run",
+                len(ranks),
+                self.ddp.world_size,
+            )
             return
         rng = ranks[self.ddp.rank]
         torch.set_rng_state(rng["torch"].cpu())

@@ -3,10 +3,11 @@
 Training (training/trainer.py) and the speed benchmark (bench/train_speed.py) both take their
 steps here, so the benchmark measures exactly what training does.
 """
+
 import math
-from contextlib import nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Callable, ContextManager, Sequence
 
 import torch
 from torch import nn
@@ -22,9 +23,16 @@ class StepResult:
     updated: bool  # False: the loss or gradient was not finite and the weights were left alone
 
 
-def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, label_smoothing: float, batches: Sequence[Batch],
-               normalizer: float, autocast: Callable[[], ContextManager], clip_grad_norm: float | None,
-               device: torch.device | None = None) -> StepResult:
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    label_smoothing: float,
+    batches: Sequence[Batch],
+    normalizer: float,
+    autocast: Callable[[], AbstractContextManager],
+    clip_grad_norm: float | None,
+    device: torch.device | None = None,
+) -> StepResult:
     """Accumulate the gradients of `batches`, then clip and update (only if all is finite).
 
     Args:

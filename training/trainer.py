@@ -4,13 +4,14 @@
 training/final_evaluation.py then evaluates the best weights on the test sets;
 training/run.py builds both from a config.
 """
+
 import logging
 import math
 import signal
 import time
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
-from typing import Callable
 
 import torch
 from omegaconf import OmegaConf
@@ -29,8 +30,13 @@ from training.schedule import Schedule
 from training.state import Progress, RandomStreams, TrainState
 from training.step import train_step
 from training.validation import Validation
-from utils.checkpoint_files import (BEST, checkpoint_folder, latest_step_checkpoint, step_checkpoint_path,
-                                    step_checkpoints)
+from utils.checkpoint_files import (
+    BEST,
+    checkpoint_folder,
+    latest_step_checkpoint,
+    step_checkpoint_path,
+    step_checkpoints,
+)
 from utils.errors import UserError
 
 log = logging.getLogger("train")
@@ -43,8 +49,16 @@ class Trainer:
     `clock` gives seconds for the time budget and the schedule's plan (tests pass a fake one).
     """
 
-    def __init__(self, run: RunConfig, model_cfg: TransformerConfig, run_dir: Path, data: PreparedData,
-                 device: torch.device, ddp: Distributed, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        run: RunConfig,
+        model_cfg: TransformerConfig,
+        run_dir: Path,
+        data: PreparedData,
+        device: torch.device,
+        ddp: Distributed,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.run, self.cfg, self.run_dir = run, run.train, run_dir
         self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
         self.ckpt_dir = checkpoint_folder(run_dir)
@@ -52,20 +66,43 @@ class Trainer:
         self.model = Transformer(model_cfg).to(device)
         if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
             torch.manual_seed(ddp.rank_seed(run.seed))
-        optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, betas=tuple(self.cfg.betas),
-                                      eps=self.cfg.eps, weight_decay=self.cfg.weight_decay)
+        optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=self.cfg.lr,
+            betas=tuple(self.cfg.betas),
+            eps=self.cfg.eps,
+            weight_decay=self.cfg.weight_decay,
+        )
         progress = Progress()
-        self.state = TrainState(self.model, optimizer, Schedule.from_config(self.cfg), progress,
-                                RandomStreams(device, ddp, run.seed, progress))
+        self.state = TrainState(
+            self.model,
+            optimizer,
+            Schedule.from_config(self.cfg),
+            progress,
+            RandomStreams(device, ddp, run.seed, progress),
+        )
         self.last_grad_norm = math.nan
         self.saved_step: int | None = None  # of the newest full checkpoint this session wrote
-        self.train_model = (DistributedDataParallel(self.model, device_ids=[device] if device.type == "cuda" else None)
-                            if ddp.world_size > 1 else self.model)
+        self.train_model = (
+            DistributedDataParallel(self.model, device_ids=[device] if device.type == "cuda" else None)
+            if ddp.world_size > 1
+            else self.model
+        )
 
-        sampled = (SampledPairs(data.tokenizer, data.text["train"], run.data.subword_sampling, run.data.subword_n_best)
-                   if run.data.subword_sampling > 0 else None)
-        self.batches = TrainingBatches(data, sampled, model_cfg.max_len, self.cfg.max_tokens,
-                                       seed=run.seed, rank=ddp.rank, world_size=ddp.world_size)
+        sampled = (
+            SampledPairs(data.tokenizer, data.text["train"], run.data.subword_sampling, run.data.subword_n_best)
+            if run.data.subword_sampling > 0
+            else None
+        )
+        self.batches = TrainingBatches(
+            data,
+            sampled,
+            model_cfg.max_len,
+            self.cfg.max_tokens,
+            seed=run.seed,
+            rank=ddp.rank,
+            world_size=ddp.world_size,
+        )
         self.writer = SummaryWriter(log_dir=str(run_dir)) if ddp.is_main else None
         self.validation = Validation(self.model, data, self.cfg, self.writer, device, self.autocast)
 
@@ -75,8 +112,12 @@ class Trainer:
     # --- checkpoints (resuming from them, and starting from another run's: training/resume.py) ---
 
     def _meta(self) -> dict:
-        return {"src_lang": self.run.data.src_lang, "tgt_lang": self.run.data.tgt_lang,
-                "step": self.state.progress.step, "config": OmegaConf.to_yaml(OmegaConf.structured(self.run))}
+        return {
+            "src_lang": self.run.data.src_lang,
+            "tgt_lang": self.run.data.tgt_lang,
+            "step": self.state.progress.step,
+            "config": OmegaConf.to_yaml(OmegaConf.structured(self.run)),
+        }
 
     def save(self) -> Path:
         """Full checkpoint of the current step; keeps the newest `keep_last` of them.
@@ -103,10 +144,20 @@ class Trainer:
         improved = bleu > self.state.progress.best_bleu
         if improved:
             self.state.progress.best_bleu = bleu
-            atomic_save(make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
-                        self.ckpt_dir / BEST)
-        log.info("step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs (head statistics logged in %.1fs)", step,
-                 val_nll, val_ppl, bleu, " (best)" if improved else "", time.time() - started, heads_seconds)
+            atomic_save(
+                make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
+                self.ckpt_dir / BEST,
+            )
+        log.info(
+            "step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs (head statistics logged in %.1fs)",
+            step,
+            val_nll,
+            val_ppl,
+            bleu,
+            " (best)" if improved else "",
+            time.time() - started,
+            heads_seconds,
+        )
         return bleu
 
     def log_attention(self) -> None:
@@ -123,12 +174,19 @@ class Trainer:
         """Set the linear schedule's last step from the seconds per step measured since `since`
         (step, elapsed), validations and checkpoints included, so that the decay ends with the
         time budget."""
-        per_step = max((elapsed - since[1]) / max(self.state.progress.step - since[0], 1), 1e-6)  # a clock that did not move
+        per_step = max(
+            (elapsed - since[1]) / max(self.state.progress.step - since[0], 1), 1e-6
+        )  # a clock that did not move
         last = self.state.progress.step + int((self.cfg.budget_seconds - elapsed) / per_step)
         self.state.schedule.plan(self.state.progress.step, min(last, self.cfg.max_steps))
-        log.info("schedule planned at step %d: %.2f s a step with validations, so the learning rate decays "
-                 "linearly to %g x peak at step %d", self.state.progress.step, per_step, self.state.schedule.floor,
-                 self.state.schedule.last_step)
+        log.info(
+            "schedule planned at step %d: %.2f s a step with validations, so the learning rate decays "
+            "linearly to %g x peak at step %d",
+            self.state.progress.step,
+            per_step,
+            self.state.schedule.floor,
+            self.state.schedule.last_step,
+        )
 
     def step(self, batches: list[Batch]) -> tuple[float, float, float]:
         """One optimizer step on this rank's `batches`: (lr, loss per token, global tokens)."""
@@ -137,13 +195,23 @@ class Trainer:
         lr = self.cfg.lr * self.state.schedule.factor(self.state.progress.step + 1)
         for group in self.state.optimizer.param_groups:
             group["lr"] = lr
-        result = train_step(self.train_model, self.state.optimizer, self.cfg.label_smoothing, batches, normalizer,
-                            self.autocast, self.cfg.clip_grad_norm, self.device)
+        result = train_step(
+            self.train_model,
+            self.state.optimizer,
+            self.cfg.label_smoothing,
+            batches,
+            normalizer,
+            self.autocast,
+            self.cfg.clip_grad_norm,
+            self.device,
+        )
         if not result.updated:
             last_good = latest_step_checkpoint(self.ckpt_dir)
-            raise UserError(f"non-finite loss ({result.loss:.4g}) or gradient norm ({result.grad_norm:.4g}) at "
-                            f"step {self.state.progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
-                            "Try a lower train.lr or more train.warmup_steps")
+            raise UserError(
+                f"non-finite loss ({result.loss:.4g}) or gradient norm ({result.grad_norm:.4g}) at "
+                f"step {self.state.progress.step + 1}; stopped. Last good checkpoint: {last_good or 'none'}. "
+                "Try a lower train.lr or more train.warmup_steps"
+            )
         self.last_grad_norm = result.grad_norm
         return lr, result.loss * normalizer / n_tokens, normalizer * self.ddp.world_size
 
@@ -176,8 +244,12 @@ class Trainer:
                     bar.close()
                     raise Interrupted(stop.signum or signal.SIGTERM, progress.step, path)  # SIGTERM: another rank's
                 if ddp.any(elapsed() > self.cfg.budget_seconds):
-                    log.info("time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
-                             cfg.max_minutes, cfg.reserve_minutes, progress.step)
+                    log.info(
+                        "time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
+                        cfg.max_minutes,
+                        cfg.reserve_minutes,
+                        progress.step,
+                    )
                     break
                 group = list(islice(batches, cfg.grad_accum))
                 if not group:
@@ -192,11 +264,20 @@ class Trainer:
 
                 if ddp.is_main and progress.step % cfg.log_every == 0:
                     tok_s = log_tokens / max(self.clock() - log_time, 1e-9)
-                    for tag, value in (("train/loss", log_loss / cfg.log_every), ("train/lr", lr),
-                                       ("train/grad_norm", self.last_grad_norm), ("train/tokens_per_sec", tok_s)):
+                    for tag, value in (
+                        ("train/loss", log_loss / cfg.log_every),
+                        ("train/lr", lr),
+                        ("train/grad_norm", self.last_grad_norm),
+                        ("train/tokens_per_sec", tok_s),
+                    ):
                         self.writer.add_scalar(tag, value, progress.step)
-                    bar.show(step=progress.step, loss=f"{log_loss / cfg.log_every:.3f}", lr=f"{lr:.2e}",
-                             tok_s=f"{tok_s:.0f}", epoch=progress.epoch)
+                    bar.show(
+                        step=progress.step,
+                        loss=f"{log_loss / cfg.log_every:.3f}",
+                        lr=f"{lr:.2e}",
+                        tok_s=f"{tok_s:.0f}",
+                        epoch=progress.epoch,
+                    )
                     log_loss = log_tokens = 0.0
                     log_time = self.clock()
 
@@ -207,8 +288,12 @@ class Trainer:
                     self.evaluate()
                 if ddp.is_main and attention_now:
                     self.log_attention()
-                if (evaluate_now and self.state.schedule.kind == "linear" and cfg.max_minutes is not None
-                        and self.state.schedule.warmup_steps <= progress.step < self.last_step()):
+                if (
+                    evaluate_now
+                    and self.state.schedule.kind == "linear"
+                    and cfg.max_minutes is not None
+                    and self.state.schedule.warmup_steps <= progress.step < self.last_step()
+                ):
                     # every rank plans from rank 0's clock, so that all stop at the same step
                     now = ddp.broadcast(elapsed())
                     self.plan_schedule(now, last_plan)

@@ -1,5 +1,6 @@
 """What a run measures on the validation set while it trains, and the attention maps of its
 probe sentences: the numbers and pictures a learner watches in TensorBoard."""
+
 import logging
 import time
 
@@ -11,8 +12,8 @@ from data import PreparedData, token_batches
 from inference.attention import collect_attention
 from inference.measure import Autocast, loss_and_greedy_bleu, teacher_forced_loss
 from inference.scoring import score_translations
-from inference.translator import Translator
 from inference.search_config import SearchConfig
+from inference.translator import Translator
 from model import Transformer
 from training.config import TrainConfig
 from utils.errors import UserError
@@ -26,8 +27,15 @@ class Validation:
     """Validation loss, perplexity, per-head statistics, BLEU and samples (`run`), and the
     attention figures of a probe set fixed at the start (`attention`), all into `writer`."""
 
-    def __init__(self, model: Transformer, data: PreparedData, cfg: TrainConfig, writer: SummaryWriter | None,
-                 device: torch.device, autocast: Autocast) -> None:
+    def __init__(
+        self,
+        model: Transformer,
+        data: PreparedData,
+        cfg: TrainConfig,
+        writer: SummaryWriter | None,
+        device: torch.device,
+        autocast: Autocast,
+    ) -> None:
         self.model, self.data, self.cfg, self.writer = model, data, cfg, writer
         self.device, self.autocast = device, autocast
         self.loader = token_batches(data.tokens["val"], model.cfg.max_len, cfg.max_tokens, shuffle=False)
@@ -73,16 +81,19 @@ class Validation:
         bleu = score_translations(hyps, list(val_text["tgt"])).bleu
         for tag, value in (("val/loss", val_nll), ("val/ppl", val_ppl), ("val/bleu", bleu)):
             self.writer.add_scalar(tag, value, step)
-        rows = [f"| {s} | {r} | {h} |" for s, r, h in
-                zip(val_text["src"][: self.cfg.n_samples], val_text["tgt"][: self.cfg.n_samples], hyps)]
+        rows = [
+            f"| {s} | {r} | {h} |"
+            for s, r, h in zip(val_text["src"][: self.cfg.n_samples], val_text["tgt"][: self.cfg.n_samples], hyps)
+        ]
         self.writer.add_text("samples", "| source | reference | translation |\n|---|---|---|\n" + "\n".join(rows), step)
         return val_nll, val_ppl, bleu, heads_seconds
 
     def measure(self, sentences: int | None = None) -> tuple[float, float]:
         """(validation loss, greedy BLEU of the first `sentences` validation sentences, all if None),
         logging nothing: what head importance compares with heads masked and not."""
-        return loss_and_greedy_bleu(self.model, self.data.tokenizer, self.loader, self.data.text["val"], self.device,
-                                    self.autocast, sentences)
+        return loss_and_greedy_bleu(
+            self.model, self.data.tokenizer, self.loader, self.data.text["val"], self.device, self.autocast, sentences
+        )
 
     def attention(self, step: int) -> int:
         """Attention of the probe sentences (all kinds, layers and heads): figures in TensorBoard's

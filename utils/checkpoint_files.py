@@ -1,6 +1,7 @@
 """Where a run folder keeps its checkpoints: RUN/checkpoints/step_<N>.pt (full, to resume from)
 and RUN/checkpoints/best.pt (the best weights by validation BLEU: all translate.py needs).
 Names and paths only, no torch: TensorBoard's process lists them for the ATTENTION tab."""
+
 import re
 from pathlib import Path
 
@@ -21,7 +22,10 @@ STEP_NAME = re.compile(r"step_([0-9]+)\.pt")
 
 def checkpoint_step(path: Path) -> int:
     """N of a `step_<N>.pt` file."""
-    return int(STEP_NAME.fullmatch(path.name)[1])
+    match = STEP_NAME.fullmatch(path.name)
+    if match is None:
+        raise ValueError(f"{path} is not a step checkpoint (step_<N>.pt)")
+    return int(match[1])
 
 
 def step_checkpoints(folder: Path) -> list[Path]:

@@ -1,9 +1,11 @@
 """What the command-line programs (train.py, translate.py, heads.py) share: one-line errors, for
 options and for everything a user can fix, and their exit statuses."""
+
 import argparse
 import logging
 import sys
-from typing import Callable
+from collections.abc import Callable
+from typing import NoReturn
 
 from utils.errors import Stopped, UserError
 
@@ -11,7 +13,7 @@ from utils.errors import Stopped, UserError
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse, but a bad option is one line on stderr instead of usage text plus error."""
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see --help)\n")
 
 

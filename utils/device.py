@@ -1,4 +1,5 @@
 """Which device a run or a translation uses."""
+
 import torch
 
 from utils.errors import UserError
@@ -24,8 +25,14 @@ def pick_device(name: str, option: str, local_rank: int = 0) -> torch.device:
 def cpu_description() -> str:
     """The CPU's vector capability as torch sees it, e.g. 'AVX2' or 'AVX512, AVX512-BF16'."""
     features = [torch.backends.cpu.get_cpu_capability()]
-    features += [name for name, present in (("AVX512-BF16", torch.cpu._is_avx512_bf16_supported()),
-                                             ("AMX", torch.cpu._is_amx_tile_supported())) if present]
+    features += [
+        name
+        for name, present in (
+            ("AVX512-BF16", torch.cpu._is_avx512_bf16_supported()),
+            ("AMX", torch.cpu._is_amx_tile_supported()),
+        )
+        if present
+    ]
     return ", ".join(features)
 
 
@@ -47,6 +54,12 @@ def choose_precision(requested: str, device: torch.device) -> tuple[str, str, bo
             return "bf16", f"auto: bf16 autocast, native on this {where}", False
         return "fp32", f"auto: fp32, since bf16 is not native on this {where}", False
     if requested == "bf16" and not native:
-        return "bf16", (f"bf16 was asked for, but this {where} has no native bf16: autocast will "
-                        "emulate it and train many times slower than fp32 (train.precision=auto picks fp32)"), True
+        return (
+            "bf16",
+            (
+                f"bf16 was asked for, but this {where} has no native bf16: autocast will "
+                "emulate it and train many times slower than fp32 (train.precision=auto picks fp32)"
+            ),
+            True,
+        )
     return requested, f"{requested}, as configured, on this {where}", False

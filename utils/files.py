@@ -1,11 +1,13 @@
 """Files and folders that appear whole or not at all."""
+
 import os
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 
 @contextmanager

@@ -8,8 +8,10 @@ field that the user gave (on the command line; or else, every one that differs f
 while its config's choices do not read it. A setting an experiment file set is not the user's: an
 experiment that turns head importance on and sets its sentences may be run with it turned off.
 """
+
 import dataclasses
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 READ_WHEN = "read_when"
 

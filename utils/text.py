@@ -1,10 +1,11 @@
 """Text read the one way every reader here needs: UTF-8, one line per "\n"."""
-from typing import BinaryIO, Iterator
+
+from collections.abc import Iterable, Iterator
 
 from utils.errors import UserError
 
 
-def utf8_lines(stream: BinaryIO, name: str) -> Iterator[str]:
+def utf8_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
     """The lines of a binary stream, without their "\n" (or "\r\n"), decoded one at a time so
     that an error names its line.
 

@@ -1,6 +1,7 @@
 """Attention maps of a translation drawn: matplotlib figures for TensorBoard and PNG files, and
 shading for a terminal. The maps come from inference/attention.py; the kinds are viz/kinds.py's.
 """
+
 import textwrap
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def attention_figure(att: SentenceAttention, kind: str, layer: int) -> plt.Figur
     for index, panel in enumerate(panels):
         row, col = divmod(index, n_cols)
         top, left = gap + row * (t_q + gap), col * (t_k + gap)
-        mosaic[top: top + t_q, left: left + t_k] = panel.numpy()
+        mosaic[top : top + t_q, left : left + t_k] = panel.numpy()
 
     # inches: a fixed cell size keeps pieces readable; margins hold the longest labels
     cell, char = 0.16, 0.07
@@ -62,8 +63,9 @@ def attention_figure(att: SentenceAttention, kind: str, layer: int) -> plt.Figur
     fig = plt.figure(figsize=(width, height), dpi=80)
     ax = fig.add_axes((margin_left / width, margin_bottom / height, image_w / width, image_h / height))
     cmap = plt.get_cmap("viridis").with_extremes(bad="white")
-    image = ax.imshow(mosaic, cmap=cmap, vmin=0.0, vmax=float(weights.max()), aspect="auto",
-                      interpolation="nearest")  # one scale for all panels: colors compare across heads
+    image = ax.imshow(
+        mosaic, cmap=cmap, vmin=0.0, vmax=float(weights.max()), aspect="auto", interpolation="nearest"
+    )  # one scale for all panels: colors compare across heads
     ax.set_axis_off()
 
     for index, name in enumerate(names):
@@ -77,11 +79,18 @@ def attention_figure(att: SentenceAttention, kind: str, layer: int) -> plt.Figur
             for j, label in _thinned(col_labels):
                 ax.text(left + j, top + t_q - 0.3, label, ha="center", va="top", rotation=90, fontsize=7)
 
-    colorbar_ax = fig.add_axes(((width - margin_right + 0.3) / width, margin_bottom / height,
-                                0.15 / width, image_h / height))
+    colorbar_ax = fig.add_axes(
+        ((width - margin_right + 0.3) / width, margin_bottom / height, 0.15 / width, image_h / height)
+    )
     fig.colorbar(image, cax=colorbar_ax, label="attention weight")
-    fig.text(0.1 / width, 1 - 0.1 / height, f"{TITLES[kind]}, layer {layer + 1}\n{_caption(att)}",
-             fontsize=8, ha="left", va="top")
+    fig.text(
+        0.1 / width,
+        1 - 0.1 / height,
+        f"{TITLES[kind]}, layer {layer + 1}\n{_caption(att)}",
+        fontsize=8,
+        ha="left",
+        va="top",
+    )
     return fig
 
 
@@ -125,8 +134,10 @@ def terminal_heatmap(att: SentenceAttention) -> str:
     vmax = float(weights.max()) or 1.0
     rows, cols = att.tgt_out_pieces, att.src_pieces
     label_width = max(map(len, rows))
-    lines = [f"{att.source}  ->  {att.translation}",
-             f"cross-attention, layer {len(att.maps['cross'])}, mean of {att.maps['cross'][-1].size(0)} heads"]
+    lines = [
+        f"{att.source}  ->  {att.translation}",
+        f"cross-attention, layer {len(att.maps['cross'])}, mean of {att.maps['cross'][-1].size(0)} heads",
+    ]
     for i in range(max(map(len, cols))):  # column labels, one character per line
         lines.append(" " * (label_width + 1) + "".join((c[i] if i < len(c) else " ") + " " for c in cols))
     for label, row in zip(rows, weights.tolist()):

@@ -13,6 +13,7 @@ appear atomically (written under another name, then renamed), so a reader of a s
 run never sees half a file. numpy and json only: TensorBoard's process reads
 these without importing torch.
 """
+
 import json
 import os
 import re
@@ -39,12 +40,19 @@ def step_arrays(attentions) -> tuple[list[dict], dict[str, np.ndarray]]:
     (inference.attention.SentenceAttention, tensors on the CPU)."""
     arrays, sentences = {}, []
     for probe, att in enumerate(attentions):
-        sentences.append({"source": att.source, "translation": att.translation, "reference": att.reference,
-                          "src_pieces": att.src_pieces, "tgt_in_pieces": att.tgt_in_pieces,
-                          "tgt_out_pieces": att.tgt_out_pieces,
-                          "layers": {kind: len(att.maps[kind]) for kind in KINDS},
-                          "heads": {kind: int(att.maps[kind][0].shape[0]) for kind in KINDS},
-                          "inside": bool(att.inside)})
+        sentences.append(
+            {
+                "source": att.source,
+                "translation": att.translation,
+                "reference": att.reference,
+                "src_pieces": att.src_pieces,
+                "tgt_in_pieces": att.tgt_in_pieces,
+                "tgt_out_pieces": att.tgt_out_pieces,
+                "layers": {kind: len(att.maps[kind]) for kind in KINDS},
+                "heads": {kind: int(att.maps[kind][0].shape[0]) for kind in KINDS},
+                "inside": bool(att.inside),
+            }
+        )
         for kind in KINDS:
             for layer, weights in enumerate(att.maps[kind]):  # (H, T_q, T_k)
                 arrays[f"{probe}/{kind}/{layer}"] = np.asarray(weights, dtype=np.float16)

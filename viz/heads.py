@@ -1,4 +1,5 @@
 """Per-head statistics and head importance as pictures: a layers x heads grid per kind."""
+
 import matplotlib
 
 matplotlib.use("Agg")  # files and TensorBoard only: never needs a display
@@ -27,8 +28,15 @@ def draw_grids(fig: plt.Figure, axes: list[plt.Axes], by_kind: dict[str, Tensor]
         ax.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=7)
         ax.set_xlabel("head", fontsize=8)
         for (row, col), value in ((rc, values[rc]) for rc in ((r, c) for r in range(layers) for c in range(heads))):
-            ax.text(col, row, f"{value:{fmt}}", ha="center", va="center", fontsize=6,
-                    color="white" if value < (low + high) / 2 else "black")
+            ax.text(
+                col,
+                row,
+                f"{value:{fmt}}",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="white" if value < (low + high) / 2 else "black",
+            )
     axes[0].set_ylabel("layer", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.8)
 
@@ -36,8 +44,13 @@ def draw_grids(fig: plt.Figure, axes: list[plt.Axes], by_kind: dict[str, Tensor]
 def head_statistic_figure(name: str, by_kind: dict[str, Tensor], fmt: str = ".2f") -> plt.Figure:
     """One statistic (or importance measure) of every head, a grid per kind, values written as `fmt`."""
     layers, heads = next(iter(by_kind.values())).shape
-    fig, axes = plt.subplots(1, len(by_kind), figsize=(1.5 + 0.6 * heads * len(by_kind), 1.4 + 0.45 * layers),
-                             squeeze=False, layout="constrained")  # room for titles, labels and colorbar
+    fig, axes = plt.subplots(
+        1,
+        len(by_kind),
+        figsize=(1.5 + 0.6 * heads * len(by_kind), 1.4 + 0.45 * layers),
+        squeeze=False,
+        layout="constrained",
+    )  # room for titles, labels and colorbar
     draw_grids(fig, axes[0].tolist(), by_kind, fmt)
     fig.suptitle(name, fontsize=10)
     return fig
@@ -66,8 +79,9 @@ def importance_figure(grids: dict[str, Tensor], result: dict) -> plt.Figure:
     """`grids`: kind -> (layers, heads) validation loss increase with each head masked, drawn
     beside the pruning curves of `result` (`analysis.head_importance`)."""
     layers, heads = next(iter(grids.values())).shape
-    fig = plt.figure(figsize=(1.5 + 0.6 * heads * len(grids) + 4.5, max(3.4, 1.4 + 0.45 * layers)),
-                     layout="constrained")
+    fig = plt.figure(
+        figsize=(1.5 + 0.6 * heads * len(grids) + 4.5, max(3.4, 1.4 + 0.45 * layers)), layout="constrained"
+    )
     left, right = fig.subfigures(1, 2, width_ratios=[0.6 * heads * len(grids) + 1.5, 4.5])
     draw_grids(left, left.subplots(1, len(grids)).tolist(), grids, ".3f")
     left.suptitle("validation loss increase with the head masked", fontsize=10)

@@ -8,13 +8,18 @@ ATTENTION tab (whose page gets them from plugin.py's /runs).
 The names are model.AttentionMaps's fields (tests/test_attention_store.py checks): written out
 here because TensorBoard's process imports viz without the model, or torch.
 """
+
 KINDS = ("encoder_self", "decoder_self", "cross")
-TITLES = {"encoder_self": "encoder self-attention", "decoder_self": "decoder masked self-attention",
-          "cross": "cross-attention"}
+TITLES = {
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder masked self-attention",
+    "cross": "cross-attention",
+}
 
 
-def axis_labels(kind: str, src_pieces: list[str], tgt_in_pieces: list[str],
-                tgt_out_pieces: list[str]) -> tuple[list[str], list[str]]:
+def axis_labels(
+    kind: str, src_pieces: list[str], tgt_in_pieces: list[str], tgt_out_pieces: list[str]
+) -> tuple[list[str], list[str]]:
     """(row labels, column labels) of a map of this kind: rows are queries, columns keys;
     decoder rows are the pieces produced at that position."""
     if kind == "encoder_self":

@@ -1,6 +1,7 @@
 """The ATTENTION tab as a user opens it: `tensorboard --logdir` and a headless Chromium driven
 by Selenium (Debian's chromium and chromium-driver), for the browser tests and
 bench/typed_sentence.py."""
+
 import re
 import shutil
 import subprocess
@@ -32,8 +33,15 @@ class TensorBoard:
     """`tensorboard --logdir LOGDIR` as a user starts it, on 127.0.0.1 and a port of its choosing."""
 
     def __init__(self, logdir: Path) -> None:
-        command = [str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
-                   "--host", "127.0.0.1", "--port", "0"]
+        command = [
+            str(Path(sys.executable).parent / "tensorboard"),
+            "--logdir",
+            str(logdir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ]
         self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.url = ""
@@ -45,6 +53,7 @@ class TensorBoard:
                 if match := re.search(r"at (http://\S+?)/?(\s|$)", line):
                     self.url = match[1]
                     found.set()
+
         threading.Thread(target=read, daemon=True).start()
         if not found.wait(timeout=120):
             self.process.kill()

@@ -1,11 +1,12 @@
 """The project's commands run as a user runs them: a subprocess in the checkout."""
+
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,11 +16,11 @@ def command(script: str, *args) -> list[str]:
     return [sys.executable, str(ROOT / script), *map(str, args)]
 
 
-def run_script(script: str, *args, check: bool = True, text: bool = True, timeout: float = 600,
-               **kwargs) -> subprocess.CompletedProcess:
+def run_script(
+    script: str, *args, check: bool = True, text: bool = True, timeout: float = 600, **kwargs
+) -> subprocess.CompletedProcess:
     """Run it to the end, output captured; with `check`, a non-zero exit fails the test with its stderr."""
-    result = subprocess.run(command(script, *args), cwd=ROOT, capture_output=True, text=text, timeout=timeout,
-                            **kwargs)
+    result = subprocess.run(command(script, *args), cwd=ROOT, capture_output=True, text=text, timeout=timeout, **kwargs)
     if check and result.returncode != 0:
         stderr = result.stderr if text else result.stderr.decode(errors="replace")
         raise AssertionError(f"{script} failed ({result.returncode}):\n{stderr[-3000:]}")
@@ -36,8 +37,14 @@ def start_script(argv: list[str], **popen_args) -> subprocess.Popen:
     return subprocess.Popen(argv, cwd=ROOT, **popen_args)
 
 
-def stop_when(process: subprocess.Popen, ready: Callable[[], bool], what: str, signum: int = signal.SIGKILL,
-              group: bool = False, timeout: float = 300) -> None:
+def stop_when(
+    process: subprocess.Popen,
+    ready: Callable[[], bool],
+    what: str,
+    signum: int = signal.SIGKILL,
+    group: bool = False,
+    timeout: float = 300,
+) -> None:
     """Send `signum` to `process` (its whole process group with `group`: torchrun and its workers)
     as soon as `ready()`, e.g. once a checkpoint exists; fails if the process ends first. After a
     SIGKILL it waits for the process to be gone."""

@@ -1,5 +1,6 @@
 """The commands README.md and docs/*.md show a user: every line of a fenced shell block, and every
 inline code span that is a command (a known program or a script, with at least one argument)."""
+
 import re
 import shlex
 from pathlib import Path
@@ -7,8 +8,18 @@ from pathlib import Path
 from helpers.commands import ROOT
 
 SHELL_BLOCKS = {"bash", "sh", "shell", "console"}
-PROGRAMS = {"make", "python", "python3", "tensorboard", "torchrun", ".venv/bin/python", ".venv/bin/tensorboard",
-            ".venv/bin/torchrun", "cat", "export"}
+PROGRAMS = {
+    "make",
+    "python",
+    "python3",
+    "tensorboard",
+    "torchrun",
+    ".venv/bin/python",
+    ".venv/bin/tensorboard",
+    ".venv/bin/torchrun",
+    "cat",
+    "export",
+}
 FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
 INLINE = re.compile(r"(?<!`)`([^`\n]+(?:\n[^`\n]+)?)`(?!`)")  # a span may wrap onto a second line
 

@@ -19,8 +19,10 @@ def assert_same_training(path_a, path_b) -> None:
     a, b = load_checkpoint(path_a), load_checkpoint(path_b)
     for name, tensor in a["model"].items():
         assert torch.equal(tensor, b["model"][name]), f"{name} differs"
-    progress = [{k: v for k, v in ckpt["train_state"]["progress"].items() if k != "elapsed"}  # wall clock differs
-                for ckpt in (a, b)]
+    progress = [
+        {k: v for k, v in ckpt["train_state"]["progress"].items() if k != "elapsed"}  # wall clock differs
+        for ckpt in (a, b)
+    ]
     assert progress[0] == progress[1]
     assert a["train_state"]["scheduler"] == b["train_state"]["scheduler"]
     for name, state in a["train_state"]["optimizer"]["state"].items():

@@ -1,12 +1,13 @@
 """Local HTTP servers on 127.0.0.1 for what would otherwise need the internet: a mirror of files
 that can also misbehave (data.url), and a Hugging Face hub that knows no dataset (HF_ENDPOINT)."""
+
 import http.server
 import socket
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Iterator
 
 
 class MirrorHandler(http.server.SimpleHTTPRequestHandler):

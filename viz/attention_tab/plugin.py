@@ -16,6 +16,7 @@ never mistaken for the one that translated T):
                                          one query's attention step by step (inside_json)
     static/*.js                          the frontend, ES modules (no build step, no network)
 """
+
 import math
 import mimetypes
 import re
@@ -77,9 +78,13 @@ class AttentionPlugin(base_plugin.TBPlugin):
         return bool(self.runs())
 
     def get_plugin_apps(self) -> dict:
-        return {"/runs": self._serve(self.runs_json), "/sentences": self._serve(self.sentences_json),
-                "/maps": self._serve(self.maps_json), "/inside": self._serve(self.inside_json),
-                "/static/*": self._serve_static}
+        return {
+            "/runs": self._serve(self.runs_json),
+            "/sentences": self._serve(self.sentences_json),
+            "/maps": self._serve(self.maps_json),
+            "/inside": self._serve(self.inside_json),
+            "/static/*": self._serve_static,
+        }
 
     # --- data -----------------------------------------------------------------------------
 
@@ -122,8 +127,11 @@ class AttentionPlugin(base_plugin.TBPlugin):
         else:
             raise BadRequest(f"checkpoint must be 'best' or a step, got {name[:40]!r}")
         if not path.is_file():
-            missing = "no checkpoint 'best': training saves best.pt at its first validation" if name == "best" \
+            missing = (
+                "no checkpoint 'best': training saves best.pt at its first validation"
+                if name == "best"
                 else f"no checkpoint of step {name}"
+            )
             raise BadRequest(f"run {run!r} has {missing}")
         if not self._inside_logdir(path):
             raise BadRequest(f"run {run!r}: checkpoint {name!r} lies outside the logdir", 403)
@@ -139,18 +147,32 @@ class AttentionPlugin(base_plugin.TBPlugin):
         return best + [str(checkpoint_step(path)) for path in step_checkpoints(ckpts)]
 
     def runs_json(self, request) -> dict:
-        return {"runs": [{"run": name, "steps": steps(folder), "checkpoints": self._checkpoints(folder)}
-                         for name, folder in self.runs().items()],
-                "kinds": [[kind, TITLES[kind]] for kind in KINDS]}
+        return {
+            "runs": [
+                {"run": name, "steps": steps(folder), "checkpoints": self._checkpoints(folder)}
+                for name, folder in self.runs().items()
+            ],
+            "kinds": [[kind, TITLES[kind]] for kind in KINDS],
+        }
 
     def sentences_json(self, request) -> dict:
         """The sentences; for a typed one also `version`, the identity of the checkpoint file that
         translated it, for the page to name in its next requests (typed.py)."""
         stored, version = self._stored(request)
-        return {"sentences": [{"source": sentence["source"], "translation": sentence["translation"],
-                               "reference": sentence["reference"], "layers": sentence["layers"],
-                               "heads": sentence["heads"], "inside": sentence.get("inside", False)}
-                              for sentence in stored.sentences], **({"version": version} if version else {})}
+        return {
+            "sentences": [
+                {
+                    "source": sentence["source"],
+                    "translation": sentence["translation"],
+                    "reference": sentence["reference"],
+                    "layers": sentence["layers"],
+                    "heads": sentence["heads"],
+                    "inside": sentence.get("inside", False),
+                }
+                for sentence in stored.sentences
+            ],
+            **({"version": version} if version else {}),
+        }
 
     def _probe_and_kind(self, request, stored: StoredStep) -> tuple[int, str]:
         probe, kind = _integer(request, "probe", len(stored.sentences)), request.args.get("kind", "")
@@ -173,8 +195,11 @@ class AttentionPlugin(base_plugin.TBPlugin):
         stored, _ = self._stored(request)
         probe, kind = self._probe_and_kind(request, stored)
         if not stored.has_inside(probe):
-            raise BadRequest("this evaluation was stored before training kept the queries, keys and values: "
-                             "a run of this version stores them", 404)
+            raise BadRequest(
+                "this evaluation was stored before training kept the queries, keys and values: "
+                "a run of this version stores them",
+                404,
+            )
         sentence = stored.sentences[probe]
         layer = _integer(request, "layer", sentence["layers"][kind])
         head = _integer(request, "head", sentence["heads"][kind])
@@ -187,13 +212,24 @@ class AttentionPlugin(base_plugin.TBPlugin):
         scaled = scores / math.sqrt(q.shape[0])
         visible = np.array(visible_keys(kind, query, len(cols)))
         exp = np.where(visible, np.exp(scaled - scaled[visible].max()), 0.0)
-        return {"rows": rows, "cols": cols, "d_head": int(q.shape[0]), "heads": int(inside["query"].shape[0]),
-                "q": _rounded(q), "keys": _rounded(keys), "products": _rounded(products), "scores": _rounded(scores),
-                "scaled": _rounded(scaled), "visible": visible.tolist(), "softmax": _rounded(exp / exp.sum()),
-                "weights": _rounded(stored.weights(probe, kind)[layer][head, query]),
-                "values": _rounded(inside["value"][head]), "head_output": _rounded(inside["heads"][head, query]),
-                "concat": _rounded(inside["heads"][:, query].reshape(-1)),  # (H * d_head,) = (d_model,)
-                "output": _rounded(inside["output"][query])}
+        return {
+            "rows": rows,
+            "cols": cols,
+            "d_head": int(q.shape[0]),
+            "heads": int(inside["query"].shape[0]),
+            "q": _rounded(q),
+            "keys": _rounded(keys),
+            "products": _rounded(products),
+            "scores": _rounded(scores),
+            "scaled": _rounded(scaled),
+            "visible": visible.tolist(),
+            "softmax": _rounded(exp / exp.sum()),
+            "weights": _rounded(stored.weights(probe, kind)[layer][head, query]),
+            "values": _rounded(inside["value"][head]),
+            "head_output": _rounded(inside["heads"][head, query]),
+            "concat": _rounded(inside["heads"][:, query].reshape(-1)),  # (H * d_head,) = (d_model,)
+            "output": _rounded(inside["output"][query]),
+        }
 
     # --- HTTP -----------------------------------------------------------------------------
 
@@ -205,6 +241,7 @@ class AttentionPlugin(base_plugin.TBPlugin):
                 return http_util.Respond(request, handler(request), "application/json")
             except BadRequest as error:
                 return http_util.Respond(request, {"error": str(error)}, "application/json", code=error.status)
+
         return route
 
     @wrappers.Request.application

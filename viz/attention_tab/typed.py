@@ -9,6 +9,7 @@ KEEP_BYTES of arrays; one request computes at a time. The model is loaded on the
 for a checkpoint and kept (one at a time). torch is imported on the first request, not when
 TensorBoard starts.
 """
+
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -17,7 +18,7 @@ from utils.errors import UserError
 from viz.attention_store import StoredStep, in_memory
 
 MAX_PIECES = 100  # a sentence, not a document: keeps one request well under a second
-KEEP_BYTES = 256 * 2 ** 20  # kept results' arrays (float16): 8 typed sentences of a base model, hundreds of small ones
+KEEP_BYTES = 256 * 2**20  # kept results' arrays (float16): 8 typed sentences of a base model, hundreds of small ones
 
 
 class TypedError(ValueError):
@@ -63,20 +64,25 @@ class TypedSentences:
                 self._results.move_to_end(key)
                 return self._results[key], key[1]
             if key[1] != current:
-                raise TypedError(f"checkpoint {checkpoint.name} was rewritten since this sentence was translated "
-                                 "(training goes on): translate it again", 409)
+                raise TypedError(
+                    f"checkpoint {checkpoint.name} was rewritten since this sentence was translated "
+                    "(training goes on): translate it again",
+                    409,
+                )
             translator = self._translator(key[:2])
             pieces = len(translator.tokenizer.encode_src([text])[0])
             if pieces > MAX_PIECES:
                 raise TypedError(f"the sentence has {pieces} pieces; at most {MAX_PIECES} are translated here")
             [attention] = translator.attention([text], inside=True)
             if attention is None:
-                raise TypedError("the sentence has no pieces the model reads (only spaces or characters the "
-                                 "tokenizer drops)")
+                raise TypedError(
+                    "the sentence has no pieces the model reads (only spaces or characters the tokenizer drops)"
+                )
             if identity(checkpoint) != current:  # rewritten while it loaded: which weights did it read?
                 self._loaded = None
-                raise TypedError(f"checkpoint {checkpoint.name} was being rewritten (training goes on): "
-                                 "translate it again", 409)
+                raise TypedError(
+                    f"checkpoint {checkpoint.name} was being rewritten (training goes on): translate it again", 409
+                )
             stored = self._results[key] = in_memory([attention])
             self._bytes += stored_bytes(stored)
             while self._bytes > KEEP_BYTES and len(self._results) > 1:  # the newest always stays

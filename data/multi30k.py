@@ -1,8 +1,9 @@
-"""Multi30k task 1 (raw, untokenized) loaded into Hugging Face `datasets` objects.
+"""Multi30k task 1 (raw, untokenized): a preset of the files source (data/sources.load_files).
 
-Two sources, one code path after loading: a local folder in the official layout
+What the preset knows is where the files are: a local folder in the official layout
 (`{split}.{lang}.gz`, or plain `{split}.{lang}`), or, when no folder is given, the official
-files downloaded once into a folder of the same layout under the cache (data/download.py).
+files downloaded once into a folder of the same layout under the cache (data/download.py);
+and which splits there are. Reading them is the files source's.
 """
 
 import hashlib
@@ -12,7 +13,7 @@ from pathlib import Path
 from datasets import DatasetDict
 
 from data.download import download_gzip_files
-from data.sources import read_parallel
+from data.sources import load_files
 from utils.errors import UserError
 
 LANGUAGES = ("en", "de", "fr", "cs")
@@ -54,16 +55,13 @@ def available_splits(folder: Path, langs: tuple[str, ...]) -> list[str]:
     return ["train", "val", *tests]
 
 
-def _local_files(folder: Path, splits: list[str], langs: tuple[str, ...]) -> dict[tuple[str, str], Path]:
-    files = {}
+def _check_local_files(folder: Path, splits: list[str], langs: tuple[str, ...]) -> None:
+    """Every file of `splits` and `langs` is in `folder`; else a UserError saying what is there."""
     for split in splits:
         for lang in langs:
-            path = _split_file(folder, split, lang)
-            if path is None:
+            if _split_file(folder, split, lang) is None:
                 present = sorted(p.name for p in folder.iterdir() if p.is_file()) or ["nothing"]
                 raise UserError(f"missing {split}.{lang}.gz in {folder}; it holds: {', '.join(present)}")
-            files[split, lang] = path
-    return files
 
 
 def download_folder(url: str, cache_dir: str | Path) -> Path:
@@ -72,11 +70,9 @@ def download_folder(url: str, cache_dir: str | Path) -> Path:
     return Path(cache_dir) / "downloads" / f"multi30k-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
 
 
-def _downloaded_files(
-    splits: list[str], langs: tuple[str, ...], url: str, cache_dir: str | Path
-) -> dict[tuple[str, str], Path]:
-    """The official files of `splits` and `langs` from URL template `url`, downloaded into the
-    cache once (data/download.py)."""
+def _download(splits: list[str], langs: tuple[str, ...], url: str, cache_dir: str | Path) -> Path:
+    """The folder holding the official files of `splits` and `langs` from URL template `url`,
+    downloaded into the cache once (data/download.py)."""
     if "{split}" not in url or "{lang}" not in url:
         raise UserError(
             f"data.url must hold {{split}} and {{lang}} where a file's split and language go, "
@@ -90,8 +86,9 @@ def _downloaded_files(
         f"without a network, point data.dir or {ENV_VAR} at a local copy of Multi30k (its files "
         "{split}.{lang}.gz, from github.com/multi30k/dataset, data/task1/raw)"
     )
-    paths = download_gzip_files(urls, download_folder(url, cache_dir), way_out)
-    return {(split, lang): paths[f"{split}.{lang}.gz"] for split in splits for lang in langs}
+    folder = download_folder(url, cache_dir)
+    download_gzip_files(urls, folder, way_out)
+    return folder
 
 
 def load_multi30k(
@@ -123,11 +120,9 @@ def load_multi30k(
     langs = (src_lang, tgt_lang)
     folder = resolve_data_dir(data_dir)
     if folder is None:
-        files = _downloaded_files(splits or list(STANDARD_SPLITS), langs, url, cache_dir)
+        splits = splits or list(STANDARD_SPLITS)
+        folder = _download(splits, langs, url, cache_dir)
     else:
-        files = _local_files(folder, splits or available_splits(folder, langs), langs)
-
-    result = {}
-    for split in dict.fromkeys(split for split, _ in files):
-        result[split] = read_parallel(split, files[split, src_lang], files[split, tgt_lang])
-    return DatasetDict(result)
+        splits = splits or available_splits(folder, langs)
+        _check_local_files(folder, splits, langs)
+    return load_files(src_lang, tgt_lang, {split: str(folder / split) for split in dict.fromkeys(splits)})

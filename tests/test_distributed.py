@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from contextlib import nullcontext
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -176,25 +175,27 @@ def test_collective_tensors_live_on_the_runs_device(monkeypatch):
 
 
 def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
-    """A rank of a two-process ci run whose collectives give up after 8 s, and whose final
-    report (rank 0's alone) takes 20 s: the other rank must not be waiting for it."""
+    """A rank of a two-process ci run whose final report (rank 0's alone) does not begin before
+    rank 1 has left training: were rank 1 waiting in a collective for rank 0, it never would,
+    and the report gives up (the bound is only liveness: rank 1 leaves in seconds)."""
     import training.run
 
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank)
     )
-    init_process_group = torch.distributed.init_process_group
+    left = Path(run_dir) / "rank_1_left"
 
-    def impatient_init(*args, **kwargs):
-        return init_process_group(*args, **{**kwargs, "timeout": timedelta(seconds=8)})
+    def report_after_rank_1_left(trainer) -> dict:
+        for _ in range(600):
+            if left.exists():
+                return {}
+            time.sleep(0.5)
+        raise RuntimeError("rank 1 did not leave while rank 0 wrote the report: it waits in a collective")
 
-    def slow_report(trainer) -> dict:
-        time.sleep(20)
-        return {}
-
-    torch.distributed.init_process_group = impatient_init
-    training.run.finish = slow_report
+    training.run.finish = report_after_rank_1_left
     training.run.train(compose_config(*COMMON, "train.max_steps=4", f"data.cache_dir={cache_dir}"), Path(run_dir))
+    if rank == 1:
+        left.touch()
 
 
 def test_other_ranks_do_not_wait_in_a_collective_while_rank_0_writes_the_report(multi30k_dir, tmp_path):

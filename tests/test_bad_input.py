@@ -179,6 +179,29 @@ def test_translate_py(case, user, untouched, capsys, monkeypatch):
     one_line(status, stderr, expected.format(u=user))
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes any file, whatever its permissions")
+@pytest.mark.parametrize("locked", ["input", "output folder", "export folder"])
+def test_files_the_user_may_not_read_or_write(locked, user, untouched, tmp_path, capsys):
+    path = tmp_path / "locked"
+    if locked == "input":
+        path.write_text("Ein Hund.\n")
+        path.chmod(0o000)
+        main, argv, expected = translate.main, ["-c", user / "run", "-i", path], "Permission denied"
+    else:
+        path.mkdir()
+        path.chmod(0o500)  # may be read and entered, not written
+        main, argv, expected = (
+            (translate.main, ["-c", user / "run", "-o", path / "out.en", "x"], "Permission denied")
+            if locked == "output folder"
+            else (export.main, ["-c", user / "run", path / "export"], "Permission denied")
+        )
+    try:
+        status, stderr = in_process(main, argv, capsys)
+    finally:
+        path.chmod(0o700)
+    one_line(status, stderr, expected)
+
+
 def test_what_once_failed_now_translates(user, untouched, capsys):
     """int8 with silenced heads once raised a traceback (no float weight to find a device on)."""
     status = translate.main(

@@ -179,6 +179,7 @@ def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
     rank 1 has left training: were rank 1 waiting in a collective for rank 0, it never would,
     and the report gives up (the bound is only liveness: rank 1 leaves in seconds)."""
     import training.run
+    import training.trainer
 
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank)
@@ -192,7 +193,7 @@ def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
             time.sleep(0.5)
         raise RuntimeError("rank 1 did not leave while rank 0 wrote the report: it waits in a collective")
 
-    training.run.finish = report_after_rank_1_left
+    training.trainer.Trainer.finish = report_after_rank_1_left
     training.run.train(compose_config(*COMMON, "train.max_steps=4", f"data.cache_dir={cache_dir}"), Path(run_dir))
     if rank == 1:
         left.touch()

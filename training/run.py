@@ -20,7 +20,6 @@ from data import Tokenizer, prepare_data
 from model import TransformerConfig
 from training.config import FROM_TOKENIZER, RunConfig, to_run_config
 from training.distributed import Distributed
-from training.final_evaluation import finish
 from training.resume import start
 from training.trainer import Trainer
 from utils.device import choose_precision, pick_device
@@ -93,6 +92,6 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
             )
             # the other ranks leave now rather than wait in a collective for the report, which
             # may take long (head importance, a large model's beam search on the test sets)
-            return finish(trainer) if ddp.is_main else {}
+            return trainer.finish() if ddp.is_main else {}
     finally:
         ddp.close()

@@ -1,8 +1,8 @@
 """The training loop: steps, validation, attention maps, checkpoints.
 
-`Trainer` holds a run's moving parts and `fit` trains until a limit is reached;
-training/final_evaluation.py then evaluates the best weights on the test sets;
-training/run.py builds both from a config.
+`Trainer` holds a run's moving parts and `fit` trains until a limit is reached; `finish`
+then evaluates the best weights on the test sets (its pieces: training/final_evaluation.py);
+training/run.py builds the trainer from a config.
 """
 
 import logging
@@ -19,10 +19,11 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
 from data import Batch, PreparedData, SampledPairs
-from inference.checkpoint import atomic_save, make_checkpoint
+from inference.checkpoint import atomic_save, average_checkpoints, load_checkpoint, make_checkpoint
 from model import Transformer, TransformerConfig
 from training.config import RunConfig
 from training.distributed import Distributed
+from training.final_evaluation import importance_results, peak_rss_mb, test_scores, write_results
 from training.interrupt import Interrupted, StopOnSignal
 from training.loaders import TrainingBatches
 from training.progress_bar import ProgressBar
@@ -159,6 +160,55 @@ class Trainer:
             heads_seconds,
         )
         return bleu
+
+    def finish(self) -> dict:
+        """Final validation, optional averaging, then test BLEU of the best weights with beam
+        search, head importance if asked, results.json (training/final_evaluation.py).
+
+        Runs on rank 0 after `fit`, which saved the last step's checkpoint."""
+        cfg, progress = self.cfg, self.state.progress
+        started = self.clock()
+        if progress.step % cfg.eval_every != 0 or progress.best_bleu < 0:
+            self.evaluate()
+        if cfg.average_last > 1:
+            paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last :]
+            self.model.load_state_dict(average_checkpoints(paths))
+            averaged_bleu = self.evaluate()  # saves the best checkpoint itself when the average wins
+            log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
+        self.model.load_state_dict(load_checkpoint(self.ckpt_dir / BEST)["model"])
+
+        batches_per_epoch = len(self.batches.sampler) + self.batches.sampler.start
+        results = {
+            "steps": progress.step,
+            "epochs": round(progress.epoch + progress.position / batches_per_epoch, 2),
+            "minutes": round(progress.elapsed / 60, 2),
+            "parameters": self.model.num_parameters(),
+            "precision": cfg.precision,
+            "best_val_bleu": progress.best_bleu,
+        }
+        translator = self.validation.translator(cfg.test_beam_size)
+        results["test"] = test_scores(translator, self.data.text, self.run.data.tgt_lang, self.run_dir, self.clock)
+        for scores in results["test"].values():
+            self.writer.add_scalar("test/bleu", scores["bleu"], progress.step)
+        if cfg.head_importance:
+            sentences = cfg.head_importance_sentences
+            results["head_importance"] = importance_results(
+                self.model,
+                lambda: self.validation.measure(sentences),
+                sentences,
+                self.writer,
+                progress.step,
+                self.clock,
+            )
+        results["total_minutes"] = round((progress.elapsed + self.clock() - started) / 60, 2)
+        results["peak_rss_mb"] = peak_rss_mb()
+        log.info(
+            "%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",
+            results["total_minutes"],
+            results["peak_rss_mb"],
+        )
+        write_results(results, self.run, self.writer, self.run_dir)
+        return results
 
     def log_attention(self) -> None:
         started = time.time()

@@ -107,33 +107,30 @@ def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(
     assert not (tmp_path / "1").exists()
 
 
+# 40 steps with checkpoints at 20 and 40, each validated
+FIRST_RUN = (
+    "experiment=ci",
+    "train.max_steps=40",
+    "train.eval_every=20",
+    "train.checkpoint_every=20",
+    "train.max_minutes=null",
+    "train.attention_every=0",
+    "train.threads=1",
+)
+
+
 @pytest.fixture(scope="module")
 def first_run(multi30k_dir, tmp_path_factory):
     """40 steps with checkpoints at 20 and 40, each validated."""
     run_dir = tmp_path_factory.mktemp("first")
-    run_train(
-        run_dir,
-        "experiment=ci",
-        "train.max_steps=40",
-        "train.eval_every=20",
-        "train.checkpoint_every=20",
-        "train.max_minutes=null",
-        "train.attention_every=0",
-        "train.threads=1",
-    )
+    run_train(run_dir, *FIRST_RUN)
     return run_dir
 
 
 def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path):
     run_train(
         tmp_path,
-        "experiment=ci",
-        "train.max_steps=40",
-        "train.eval_every=20",
-        "train.checkpoint_every=20",
-        "train.max_minutes=null",
-        "train.attention_every=0",
-        "train.threads=1",
+        *FIRST_RUN,
         f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}",
     )
     assert_same_training(first_run / "checkpoints" / "step_0000040.pt", tmp_path / "checkpoints" / "step_0000040.pt")

@@ -259,8 +259,20 @@ API = {
     "engine": (dict(path="{u}/run", engine="onnx"), "unknown engine 'onnx'"),
     "compute type": (dict(path="{u}/run", compute_type="int16"), "float32, bfloat16 or int8, not 'int16'"),
     "length penalty, greedy": (dict(path="{u}/run", beam_size=1, length_penalty=0.6), "read by beam search only"),
-    "length ratio": (dict(path="{u}/export", max_len_ratio=float("nan")), "ratio must be a number from 0 to 256"),
-    "extra length": (dict(path="{u}/run", max_len_extra=-1), "extra length must be from 0 to 256"),
+    "length ratio": (
+        dict(path="{u}/export", max_len_ratio=float("nan")),
+        "ratio must be a number of at least 0, not nan",
+    ),
+    "length ratio past the positions": (
+        dict(path="{u}/export", max_len_ratio=1e9),
+        "ratio must be a number from 0 to 256",
+    ),
+    "extra length": (
+        dict(path="{u}/run", max_len_extra=-1),
+        "extra length must be a whole number of at least 0, not -1",
+    ),
+    "extra length past the positions": (dict(path="{u}/run", max_len_extra=300), "extra length must be from 0 to 256"),
+    "unknown search setting": (dict(path="{u}/run", beams=3), "unknown search setting"),
     "an export with ours": (dict(path="{u}/export", engine="minitrans"), "is a CTranslate2 export"),
     "a checkpoint with CTranslate2": (dict(path="{u}/run", engine="ctranslate2"), "not a minitrans CTranslate2 export"),
 }

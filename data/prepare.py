@@ -15,7 +15,7 @@ from data.sources import SOURCES, carve_validation, load_files, load_hf, load_ta
 from data.tokenizer import Tokenizer, TokenizerConfig, train_tokenizer
 from utils.errors import UserError
 from utils.files import atomic_folder
-from utils.settings import read_when
+from utils.settings import read_when, refuse_unless
 
 log = logging.getLogger(__name__)
 datasets.disable_progress_bars()  # its quick steps say nothing; tokenizing a large corpus shows its bar
@@ -87,6 +87,22 @@ class DataConfig:
             lambda cfg: cfg.subword_sampling > 0, "read only with subword sampling on: give data.subword_sampling > 0"
         ),
     )
+
+    def __post_init__(self) -> None:
+        """Values that types cannot refuse, refused when the config is built."""
+        refuse_unless(
+            (self.val_size > 0, f"data.val_size must be positive, not {self.val_size}"),
+            (self.quoting in ("none", "csv"), f"data.quoting must be none or csv, not {self.quoting!r}"),
+            (
+                self.subword_sampling >= 0 and self.subword_n_best >= 2,
+                "data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2",
+            ),
+            (
+                self.subword_sampling == 0 or self.tokenizer.model_type == "unigram",
+                "data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best "
+                "segmentations)",
+            ),
+        )
 
 
 @dataclass

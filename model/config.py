@@ -59,6 +59,10 @@ class TransformerConfig:
                 "share_embeddings needs one joint vocabulary, but src_vocab_size "
                 f"{self.src_vocab_size} != tgt_vocab_size {self.tgt_vocab_size}"
             )
+        if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.attention_dropout < 1.0):
+            raise ValueError(
+                f"dropout and attention_dropout must be in [0, 1), not {self.dropout} and {self.attention_dropout}"
+            )
         if self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation must be 'relu' or 'gelu', not {self.activation!r}")
         if self.positional not in ("sinusoidal", "learned"):

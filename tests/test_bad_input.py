@@ -296,7 +296,10 @@ TRAIN = {
     "heads": (["model.n_heads=7"], "invalid config: d_model (64) must be divisible by n_heads (7)"),
     "learning rate": (["train.lr=-1"], "train.lr must be positive, not -1.0"),
     "betas": (["train.betas=[0.9,1.5]"], "train.betas must be two numbers in [0, 1), not [0.9, 1.5]"),
-    "dropout": (["model.dropout=1.2"], "model.dropout and model.attention_dropout must be in [0, 1)"),
+    "dropout": (
+        ["model.dropout=1.2"],
+        "invalid config: dropout and attention_dropout must be in [0, 1), not 1.2",
+    ),
     "warmup": (["train.warmup_steps=-5"], "train.warmup_steps must be >= 0, not -5"),
     "empty probe": (["train.attention_sentences=['Ein Hund.','  ']"], "train.attention_sentences holds an empty"),
     "resume and init": (

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import pytest
 import yaml
@@ -255,3 +256,23 @@ def test_the_rules_are_what_loading_reads(tmp_path, monkeypatch):
         load_corpus(recording)
         expected = {name for name in sourced if rules(DataConfig)[name].test(config)}
         assert recording.read & sourced == expected, option
+
+
+@pytest.mark.parametrize(
+    "build, said",
+    [
+        (lambda: TrainConfig(lr=0), "train.lr must be positive, not 0"),
+        (lambda: TrainConfig(max_minutes=2, reserve_minutes=2), "train.reserve_minutes must be at least 0 and below"),
+        (lambda: TrainConfig(resume="a", init_from="b"), "not both"),
+        (lambda: TrainConfig(schedule="cosine"), "train.schedule must be linear, inverse_sqrt or constant"),
+        (lambda: DataConfig(val_size=0), "data.val_size must be positive, not 0"),
+        (lambda: DataConfig(quoting="excel"), "data.quoting must be none or csv, not 'excel'"),
+        (lambda: TransformerConfig(dropout=1.0), "dropout and attention_dropout must be in [0, 1)"),
+    ],
+)
+def test_values_are_checked_when_a_config_is_built(build, said):
+    """In the dataclass itself (`__post_init__`), not at first use: the Python API and the tests
+    that build a config without Hydra meet the same refusals as train.py (tests/test_bad_input.py)."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        build()
+    assert TrainConfig() and DataConfig() and TransformerConfig()  # the defaults pass

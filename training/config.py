@@ -1,7 +1,8 @@
 """Typed configuration of a training run: the schema that Hydra's YAML files fill in.
 
 The dataclasses double as validation: Hydra rejects unknown keys and wrong types against
-them before anything runs, and `to_run_config` checks values that types cannot express.
+them before anything runs, and each dataclass's `__post_init__` refuses values that types cannot
+express when `to_run_config` builds it.
 """
 
 import dataclasses
@@ -18,7 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from data import DataConfig
 from model import TransformerConfig
 from utils.errors import UserError
-from utils.settings import default_of, override_keys, read_when, unread_settings
+from utils.settings import default_of, override_keys, read_when, refuse_unless, unread_settings
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 ATTENTION_LOGGED = read_when(
@@ -100,6 +101,60 @@ class TrainConfig:
     resume: str | None = None  # continue that run (checkpoint file or run folder) here, exactly
     init_from: str | None = None  # a new run from those weights (checkpoint file or run folder)
 
+    def __post_init__(self) -> None:
+        """Values that types cannot refuse, refused when the config is built."""
+        refuse_unless(
+            (self.lr > 0, f"train.lr must be positive, not {self.lr}"),
+            (
+                len(self.betas) == 2 and all(0.0 <= b < 1.0 for b in self.betas),
+                f"train.betas must be two numbers in [0, 1), not {list(self.betas)}",
+            ),
+            (self.eps > 0, f"train.eps must be positive, not {self.eps}"),
+            (self.weight_decay >= 0, f"train.weight_decay must be >= 0, not {self.weight_decay}"),
+            (self.warmup_steps >= 0, f"train.warmup_steps must be >= 0, not {self.warmup_steps}"),
+            (
+                self.clip_grad_norm is None or self.clip_grad_norm > 0,
+                "train.clip_grad_norm must be positive (or null: no clipping)",
+            ),
+            (self.max_steps > 0 and self.max_epochs > 0, "train.max_steps and train.max_epochs must be positive"),
+            (
+                self.max_minutes is None or self.max_minutes > 0,
+                "train.max_minutes must be positive (or null: no time limit)",
+            ),
+            (
+                self.max_minutes is None or 0 <= self.reserve_minutes < self.max_minutes,
+                "train.reserve_minutes must be at least 0 and below train.max_minutes",
+            ),
+            (self.length_penalty >= 0, f"train.length_penalty must be >= 0, not {self.length_penalty}"),
+            (all(s.strip() for s in self.attention_sentences), "train.attention_sentences holds an empty sentence"),
+            (
+                not (self.resume and self.init_from),
+                "give train.resume (continue a run) or train.init_from (start from its weights), not both",
+            ),
+            (
+                self.precision in ("auto", "fp32", "bf16"),
+                f"train.precision must be auto, fp32 or bf16, not {self.precision!r}",
+            ),
+            (
+                self.schedule in ("linear", "inverse_sqrt", "constant"),
+                f"train.schedule must be linear, inverse_sqrt or constant, not {self.schedule!r}",
+            ),
+            (0.0 <= self.lr_floor <= 1.0, "train.lr_floor must be in [0, 1]"),
+            (self.max_tokens > 0 and self.grad_accum > 0, "train.max_tokens and train.grad_accum must be positive"),
+            (self.eval_every > 0 and self.log_every > 0, "train.eval_every and train.log_every must be positive"),
+            (
+                self.attention_every is None or self.attention_every >= 0,
+                "train.attention_every must be >= 0 (0 turns it off)",
+            ),
+            (
+                self.head_importance_sentences is None or self.head_importance_sentences > 0,
+                "train.head_importance_sentences must be positive (or null: every validation sentence)",
+            ),
+            (self.keep_last >= 1, "train.keep_last must be at least 1"),
+            (self.eval_beam_size >= 1 and self.test_beam_size >= 1, "beam sizes must be at least 1"),
+            (0.0 <= self.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
+        )
+
     @property
     def budget_seconds(self) -> float:
         """Seconds the run may spend before its final evaluation (inf without a time budget)."""
@@ -144,66 +199,6 @@ def to_run_config(cfg: DictConfig, overrides: Sequence[str] | None = ()) -> RunC
         raise UserError(f"invalid config: {str(e).splitlines()[0]}") from None
     if not isinstance(run, RunConfig):  # a config composed without the schema (plain dicts)
         raise UserError("config does not follow the run schema (conf/config.yaml must list run_schema)")
-    t, m, d = run.train, run.model, run.data
-    checks = [
-        (t.lr > 0, f"train.lr must be positive, not {t.lr}"),
-        (
-            len(t.betas) == 2 and all(0.0 <= b < 1.0 for b in t.betas),
-            f"train.betas must be two numbers in [0, 1), not {list(t.betas)}",
-        ),
-        (t.eps > 0, f"train.eps must be positive, not {t.eps}"),
-        (t.weight_decay >= 0, f"train.weight_decay must be >= 0, not {t.weight_decay}"),
-        (t.warmup_steps >= 0, f"train.warmup_steps must be >= 0, not {t.warmup_steps}"),
-        (
-            t.clip_grad_norm is None or t.clip_grad_norm > 0,
-            "train.clip_grad_norm must be positive (or null: no clipping)",
-        ),
-        (t.max_steps > 0 and t.max_epochs > 0, "train.max_steps and train.max_epochs must be positive"),
-        (t.max_minutes is None or t.max_minutes > 0, "train.max_minutes must be positive (or null: no time limit)"),
-        (t.length_penalty >= 0, f"train.length_penalty must be >= 0, not {t.length_penalty}"),
-        (
-            0.0 <= m.dropout < 1.0 and 0.0 <= m.attention_dropout < 1.0,
-            "model.dropout and model.attention_dropout must be in [0, 1)",
-        ),
-        (all(s.strip() for s in t.attention_sentences), "train.attention_sentences holds an empty sentence"),
-        (
-            not (t.resume and t.init_from),
-            "give train.resume (continue a run) or train.init_from (start from its weights), not both",
-        ),
-        (t.precision in ("auto", "fp32", "bf16"), f"train.precision must be auto, fp32 or bf16, not {t.precision!r}"),
-        (
-            t.schedule in ("linear", "inverse_sqrt", "constant"),
-            f"train.schedule must be linear, inverse_sqrt or constant, not {t.schedule!r}",
-        ),
-        (0.0 <= t.lr_floor <= 1.0, "train.lr_floor must be in [0, 1]"),
-        (t.max_tokens > 0 and t.grad_accum > 0, "train.max_tokens and train.grad_accum must be positive"),
-        (t.eval_every > 0 and t.log_every > 0, "train.eval_every and train.log_every must be positive"),
-        (t.attention_every is None or t.attention_every >= 0, "train.attention_every must be >= 0 (0 turns it off)"),
-        (
-            t.head_importance_sentences is None or t.head_importance_sentences > 0,
-            "train.head_importance_sentences must be positive (or null: every validation sentence)",
-        ),
-        (t.keep_last >= 1, "train.keep_last must be at least 1"),
-        (t.eval_beam_size >= 1 and t.test_beam_size >= 1, "beam sizes must be at least 1"),
-        (0.0 <= t.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
-        (d.val_size > 0, f"data.val_size must be positive, not {d.val_size}"),
-        (d.quoting in ("none", "csv"), f"data.quoting must be none or csv, not {d.quoting!r}"),
-        (
-            d.subword_sampling >= 0 and d.subword_n_best >= 2,
-            "data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2",
-        ),
-        (
-            d.subword_sampling == 0 or d.tokenizer.model_type == "unigram",
-            "data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best segmentations)",
-        ),
-        (
-            t.max_minutes is None or 0 <= t.reserve_minutes < t.max_minutes,
-            "train.reserve_minutes must be at least 0 and below train.max_minutes",
-        ),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise UserError(message)
     check_all_read(run, None if overrides is None else override_keys(overrides))
     return run
 

@@ -27,6 +27,14 @@ def read_when(test: Callable[[Any], bool], says: str) -> dict:
     return {READ_WHEN: ReadWhen(test, says)}
 
 
+def refuse_unless(*rules: tuple[bool, str]) -> None:
+    """A config's `__post_init__` checks of values that types cannot express: (holds, message)
+    pairs, the first that does not hold raised as a ValueError (train.py says it in one line)."""
+    for holds, message in rules:
+        if not holds:
+            raise ValueError(message)
+
+
 def default_of(field: dataclasses.Field) -> Any:
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory()

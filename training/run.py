@@ -22,7 +22,7 @@ from training.config import FROM_TOKENIZER, RunConfig, to_run_config
 from training.distributed import Distributed
 from training.resume import start
 from training.trainer import Trainer
-from utils.device import choose_precision, pick_device
+from utils.device import choose_precision, pick_device, usable_cores
 from utils.errors import UserError
 
 log = logging.getLogger("train")
@@ -59,7 +59,7 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
     # than the run may last, so that is what a wait may take, an hour at least
     ddp = Distributed(device, timeout=timedelta(minutes=max(60, run.train.max_minutes or 0)))
     try:
-        torch.set_num_threads(run.train.threads or max(1, (os.cpu_count() or 1) // ddp.world_size))
+        torch.set_num_threads(run.train.threads or max(1, usable_cores() // ddp.world_size))
         # rank 0 builds the caches (tokenizer, tokenized splits); the others then read them
         if not ddp.is_main:
             ddp.barrier()

@@ -1,4 +1,6 @@
-"""Which device a run or a translation uses."""
+"""Which device a run or a translation uses, and how many CPU cores it may."""
+
+import os
 
 import torch
 
@@ -20,6 +22,14 @@ def pick_device(name: str, option: str, local_rank: int = 0) -> torch.device:
         if device.index is None:
             device = torch.device("cuda", local_rank)
     return device
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on: its affinity mask (`taskset`, a container's cpuset,
+    a pytest-xdist worker's core), not every core of the machine."""
+    if hasattr(os, "sched_getaffinity"):  # Linux
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def cpu_description() -> str:

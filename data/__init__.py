@@ -1,27 +1,52 @@
 """minitrans data: corpora (Multi30k, files, tables, Hugging Face), SentencePiece tokenization, token-budget
-batching."""
+batching.
 
-from data.batching import Batch, TokenBucketSampler, collate, token_batches
-from data.multi30k import load_multi30k
-from data.prepare import DataConfig, PreparedData, prepare_data
-from data.subword_sampling import SampledPairs
-from data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, TokenizerConfig, train_tokenizer
+The names below are imported when first used (PEP 562): translate.py needs the tokenizer and
+padding, not the corpus loaders, whose `datasets` (with pandas and Arrow) would add seconds to
+every start.
+"""
 
-__all__ = [
-    "BOS_ID",
-    "EOS_ID",
-    "PAD_ID",
-    "UNK_ID",
-    "Batch",
-    "DataConfig",
-    "PreparedData",
-    "SampledPairs",
-    "TokenBucketSampler",
-    "Tokenizer",
-    "TokenizerConfig",
-    "collate",
-    "load_multi30k",
-    "prepare_data",
-    "token_batches",
-    "train_tokenizer",
-]
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+# each name this package exports -> the module that defines it
+_EXPORTS = {
+    "Batch": "data.batching",
+    "TokenBucketSampler": "data.batching",
+    "collate": "data.batching",
+    "token_batches": "data.batching",
+    "load_multi30k": "data.multi30k",
+    "DataConfig": "data.prepare",
+    "PreparedData": "data.prepare",
+    "prepare_data": "data.prepare",
+    "SampledPairs": "data.subword_sampling",
+    "BOS_ID": "data.tokenizer",
+    "EOS_ID": "data.tokenizer",
+    "PAD_ID": "data.tokenizer",
+    "UNK_ID": "data.tokenizer",
+    "Tokenizer": "data.tokenizer",
+    "TokenizerConfig": "data.tokenizer",
+    "train_tokenizer": "data.tokenizer",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_imports.py: the same names)
+    from data.batching import Batch, TokenBucketSampler, collate, token_batches  # noqa: F401
+    from data.multi30k import load_multi30k  # noqa: F401
+    from data.prepare import DataConfig, PreparedData, prepare_data  # noqa: F401
+    from data.subword_sampling import SampledPairs  # noqa: F401
+    from data.tokenizer import (  # noqa: F401
+        BOS_ID,
+        EOS_ID,
+        PAD_ID,
+        UNK_ID,
+        Tokenizer,
+        TokenizerConfig,
+        train_tokenizer,
+    )
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'data' has no attribute {name!r}")
+    return getattr(import_module(_EXPORTS[name]), name)

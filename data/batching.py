@@ -1,19 +1,24 @@
 """Length-bucketed batches bounded by a token budget, padding them into tensors, and the
 loader of a tokenized split that joins the two."""
 
+from __future__ import annotations
+
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from datasets import Dataset
 from torch import Tensor
 from torch.utils.data import DataLoader, Sampler
 
 from data.columns import list_lengths
 from data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from utils.errors import UserError
+
+if TYPE_CHECKING:  # only a type here: translate.py starts without loading datasets (pandas, Arrow)
+    from datasets import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +123,7 @@ class Batch:
     def n_tgt_tokens(self) -> int:
         return int(self.tgt_mask.sum())
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         return Batch(
             *(
                 t.to(device, non_blocking=True)

@@ -6,12 +6,16 @@ the text's size again) and, row by row, take seconds per million. These read it 
 time instead.
 """
 
+from __future__ import annotations
+
 import hashlib
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow.compute as pc
-from datasets import Dataset
+
+if TYPE_CHECKING:  # only a type here: translate.py starts without loading datasets (pandas, Arrow)
+    from datasets import Dataset
 
 BATCH = 100_000  # rows per batch: a few megabytes of text
 
@@ -24,10 +28,12 @@ def column_lines(ds: Dataset, column: str) -> Iterator[str]:
 
 def list_lengths(ds: Dataset, column: str) -> np.ndarray:
     """(N,) the length of every list in a list column (token ids), computed in Arrow."""
+    import pyarrow.compute as pc  # here, not at the top: translate.py imports this module, never calls this
+
     return pc.list_value_length(ds.with_format("arrow")[column]).to_numpy().astype(np.int64)
 
 
-def digest_lines(digest: "hashlib._Hash", lines: Iterable[str]) -> None:
+def digest_lines(digest: hashlib._Hash, lines: Iterable[str]) -> None:
     """Feed `digest` with "\\n".join(lines) + "\\0", without making the joined string."""
     for number, line in enumerate(lines):
         digest.update((f"\n{line}" if number else line).encode())

@@ -5,23 +5,28 @@ put them exactly there, and training hands them to the model through its config,
 mean the same in data, model, search and checkpoints.
 """
 
+from __future__ import annotations
+
 import hashlib
 import io
 import json
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sentencepiece as spm
-from datasets import Dataset
 
 from data.columns import column_lines, digest_lines
+from utils.device import usable_cores
 from utils.errors import UserError
 from utils.files import atomic_file
+
+if TYPE_CHECKING:  # only a type here: translate.py starts without loading datasets (pandas, Arrow)
+    from datasets import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +139,7 @@ def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
             unk_id=UNK_ID,
             bos_id=BOS_ID,
             eos_id=EOS_ID,
-            num_threads=os.cpu_count() or 1,
+            num_threads=usable_cores(),
             minloglevel=2,
         )
     except RuntimeError as e:  # e.g. vocab_size larger than the data supports

@@ -2,12 +2,14 @@
 translations. Validation during training and head importance both measure this way; it lives
 below both so that neither reaches into the other."""
 
+from __future__ import annotations
+
 import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING
 
 import torch
-from datasets import Dataset
 from torch.utils.data import DataLoader
 
 from data import Batch, Tokenizer
@@ -15,6 +17,9 @@ from inference.scoring import score_translations
 from inference.search_config import SearchConfig
 from inference.translator import Translator
 from model import AttentionMaps, Transformer
+
+if TYPE_CHECKING:  # only a type here: translate.py starts without loading datasets (pandas, Arrow)
+    from datasets import Dataset
 
 # what the forward passes run under: bf16 autocast in training, nothing elsewhere
 Autocast = Callable[[], AbstractContextManager]

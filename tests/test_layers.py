@@ -2,6 +2,8 @@
 change low in the house never has to look up, and the model never sees Hydra."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,38 @@ def test_every_package_of_the_house_has_its_place():
     """A new package must be given a layer here, or the check above would not see it."""
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench"}
     assert packages == set(BELOW)
+
+
+def test_the_data_packages_names_are_its_modules_and_the_type_checkers():
+    """data/__init__.py imports its names when first used: each one named there resolves to its
+    module's, and the eager imports type checkers read name the same ones."""
+    import data
+
+    for name, module in data._EXPORTS.items():
+        assert getattr(data, name) is getattr(__import__(module, fromlist=[name]), name)
+    tree = ast.parse((ROOT / "data" / "__init__.py").read_text(encoding="utf-8"))
+    checked = {
+        alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("data.")
+        for alias in node.names
+    }
+    assert checked == data._EXPORTS
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        data.Nothing  # noqa: B018
+
+
+def test_translating_starts_without_the_corpus_libraries():
+    """translate.py's imports leave out `datasets`, pandas and Arrow (seconds at every start)."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, translate; print(sorted({'datasets', 'pandas', 'pyarrow'} & set(sys.modules)))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert loaded == "[]"

@@ -170,8 +170,8 @@ class Trainer:
         started = self.clock()
         if progress.step % cfg.eval_every != 0 or progress.best_bleu < 0:
             self.evaluate()
-        if cfg.average_last > 1:
-            paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last :]
+        paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last :] if cfg.average_last > 1 else []
+        if len(paths) > 1:  # one checkpoint is the weights just validated: nothing new to measure
             self.model.load_state_dict(average_checkpoints(paths))
             averaged_bleu = self.evaluate()  # saves the best checkpoint itself when the average wins
             log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)

@@ -38,19 +38,19 @@ def draw_grids(fig: plt.Figure, axes: list[plt.Axes], by_kind: dict[str, Tensor]
                 color="white" if value < (low + high) / 2 else "black",
             )
     axes[0].set_ylabel("layer", fontsize=8)
-    fig.colorbar(image, ax=axes, shrink=0.8)
+    fig.colorbar(image, ax=axes, shrink=0.8, fraction=0.04, pad=0.02)
 
 
 def head_statistic_figure(name: str, by_kind: dict[str, Tensor], fmt: str = ".2f") -> plt.Figure:
     """One statistic (or importance measure) of every head, a grid per kind, values written as `fmt`."""
     layers, heads = next(iter(by_kind.values())).shape
-    fig, axes = plt.subplots(
-        1,
-        len(by_kind),
-        figsize=(1.5 + 0.6 * heads * len(by_kind), 1.4 + 0.45 * layers),
-        squeeze=False,
-        layout="constrained",
-    )  # room for titles, labels and colorbar
+    width, height = 1.5 + 0.6 * heads * len(by_kind), 1.4 + 0.45 * layers  # inches
+    fig, axes = plt.subplots(1, len(by_kind), figsize=(width, height), squeeze=False)
+    # fixed margins in inches for the labels, titles and colorbar: constrained layout would find
+    # the same ones at twice the drawing time, and a run draws these at every validation
+    fig.subplots_adjust(
+        left=0.55 / width, right=1 - 0.5 / width, bottom=0.5 / height, top=1 - 0.55 / height, wspace=0.15
+    )
     draw_grids(fig, axes[0].tolist(), by_kind, fmt)
     fig.suptitle(name, fontsize=10)
     return fig

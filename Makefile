@@ -15,8 +15,11 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
+# The suite over every core (pytest-xdist), one worker a core; a module whose tests share a costly
+# fixture keeps them on one worker (xdist_group marks, --dist loadgroup); the slowest 15 are listed
+# at the end. docs/tests.md says more.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n auto --dist loadgroup --durations=15
 
 # ruff's checks and formatter (pyproject.toml says which), then mypy on the packages below the
 # entry points; `ruff format .` and `ruff check --fix .` mend most of what the first two find

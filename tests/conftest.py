@@ -6,7 +6,16 @@ import torch
 # No test may reach for the Hugging Face hub: there is no network here or in CI.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-torch.set_num_threads(min(2, torch.get_num_threads()))
+
+# Under `pytest -n N` (pytest-xdist) each worker keeps to a core of its own, and so do the commands
+# it starts (affinity is inherited; the project's commands size their threads by it): two workers'
+# torch threads spinning on the same cores would slow each other several times over.
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cores[int(worker.removeprefix("gw")) % len(cores)]})
+    torch.set_num_threads(1)
+else:
+    torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
 @pytest.fixture
@@ -17,18 +26,17 @@ def tiny_config():
 
 
 @pytest.fixture(scope="session")
-def toy(tmp_path_factory):
+def toy_cache(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("toy_cache"))
+
+
+@pytest.fixture(scope="session")
+def toy(toy_cache):
     """The committed toy corpus (tests/data/toy), prepared once per test session: no Multi30k needed."""
     from data import DataConfig, TokenizerConfig, prepare_data
     from helpers import TOY_CORPUS
 
-    return prepare_data(
-        DataConfig(
-            dir=str(TOY_CORPUS),
-            cache_dir=str(tmp_path_factory.mktemp("toy_cache")),
-            tokenizer=TokenizerConfig(vocab_size=360),
-        )
-    )
+    return prepare_data(DataConfig(dir=str(TOY_CORPUS), cache_dir=toy_cache, tokenizer=TokenizerConfig(vocab_size=360)))
 
 
 @pytest.fixture(scope="session")
@@ -56,13 +64,16 @@ def multi30k(multi30k_dir, multi30k_cache):
 
 
 @pytest.fixture(scope="session")
-def ci_run(multi30k_dir, tmp_path_factory):
-    """One full `experiment=ci` training run, shared by the tests that inspect its output."""
-    from helpers import run_train
+def ci_run(tmp_path_factory):
+    """One full `experiment=ci` training run on the toy corpus, shared by the tests (and the
+    workers) that inspect its output: a model that has learnt its data (validation BLEU ~100)."""
+    from helpers import TOY_DATA, run_train
+    from helpers.shared import shared_folder
 
-    run_dir = tmp_path_factory.mktemp("ci_run")
-    run_train(run_dir, "experiment=ci", "train.average_last=3")
-    return run_dir
+    def make(run_dir):
+        run_train(run_dir, "experiment=ci", *TOY_DATA, "train.average_last=3", f"data.cache_dir={run_dir}_cache")
+
+    return shared_folder(tmp_path_factory, "ci_run", make)
 
 
 @pytest.fixture(scope="session")
@@ -76,19 +87,20 @@ def trained(ci_run):
 
 @pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
-    """A short training run on the committed toy corpus (no Multi30k needed): a checkpoint to
-    translate, export and break."""
-    from helpers import TOY_CORPUS, run_train
+    """A short training run on the committed toy corpus: a checkpoint to translate, export and break."""
+    from helpers import TOY_DATA, run_train
+    from helpers.shared import shared_folder
 
-    run_dir = tmp_path_factory.mktemp("toy_run")
-    run_train(
-        run_dir,
-        "experiment=ci",
-        f"data.dir={TOY_CORPUS}",
-        "data.tokenizer.vocab_size=360",
-        "train.max_steps=20",
-        "train.eval_every=10",
-        "train.head_importance=false",
-        f"data.cache_dir={tmp_path_factory.mktemp('toy_run_cache')}",
-    )
-    return run_dir
+    def make(run_dir):
+        run_train(
+            run_dir,
+            "experiment=ci",
+            *TOY_DATA,
+            "train.max_steps=20",
+            "train.eval_every=10",
+            "train.head_importance=false",
+            "train.attention_every=0",
+            f"data.cache_dir={run_dir}_cache",
+        )
+
+    return shared_folder(tmp_path_factory, "toy_run", make)

@@ -7,6 +7,7 @@ import torch
 from PIL import Image
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from helpers import toy_sentences
 from inference.attention import collect_attention
 from inference.checkpoint import load_for_inference
 from inference.search_config import SearchConfig
@@ -39,7 +40,7 @@ def test_attention_images_for_all_kinds_layers_and_probes(ci_run):
 def probe_maps(ci_run):
     model, tokenizer, _ = load_for_inference(ci_run)
     # lengths differ on purpose: the batch that produces the maps is padded
-    sentences = ["Ein Hund.", "Zwei junge Männer spielen im Park mit einem roten Ball und lachen laut."]
+    sentences = ["Ein Hund.", toy_sentences("val")[0]]
     translator = Translator(model, tokenizer, SearchConfig(beam_size=1))
     translations = translator.translate_ids(translator.source_ids(sentences))
     return model, collect_attention(model, tokenizer, sentences, translations, ["A dog.", "Two men."])

@@ -1,20 +1,19 @@
 """The ATTENTION tab of TensorBoard: its backend routes on the `ci` run (the tab in a browser:
 test_attention_tab_browser.py)."""
 
-import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
 from importlib.metadata import entry_points
-from pathlib import Path
 
 import numpy as np
 import pytest
 from tensorboard.plugins.base_plugin import TBContext
 from werkzeug.test import Client
 
+from helpers import toy_sentences
 from utils.checkpoint_files import checkpoint_step, step_checkpoint_path, step_checkpoints
 from viz.attention_store import read_step
 from viz.attention_tab.plugin import AttentionPlugin
@@ -67,9 +66,8 @@ def test_runs_lists_every_evaluation_from_step_0(plugin, ci_run):
     assert not AttentionPlugin(TBContext(logdir=str(ci_run / "checkpoints"))).is_active()
 
 
-def test_sentences_are_the_probe_set(plugin, multi30k_dir):
-    with gzip.open(Path(multi30k_dir) / "val.de.gz", "rt", encoding="utf-8") as file:
-        first = [next(file).strip() for _ in range(N_PROBES)]
+def test_sentences_are_the_probe_set(plugin):
+    first = toy_sentences("val")[:N_PROBES]
     status, body = get(plugin, "/sentences", run=".", step="240")
     assert status == 200
     assert [s["source"] for s in body["sentences"]] == first  # the first validation sentences, fixed

@@ -9,6 +9,9 @@ import pytest
 from helpers.browser import TensorBoard, browser_missing, headless_chromium, wait_for
 from viz.attention_store import read_step, steps
 
+# made once, its module-scoped fixtures: its tests stay on one worker (`make test`: xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_attention_tab_browser")
+
 N_LAYERS, N_HEADS, N_PROBES = 2, 4, 3  # the tiny model of experiment=ci; attention_probes default
 
 

@@ -32,6 +32,9 @@ from inference import load_translator
 from inference.checkpoint import load_checkpoint
 from utils.errors import UserError
 
+# made once, its module-scoped fixtures: its tests stay on one worker (`make test`: xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_bad_input")
+
 
 def snapshot(folder: Path) -> dict[str, str]:
     """{path relative to `folder`: sha256} of every file below it."""

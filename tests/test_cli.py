@@ -31,7 +31,7 @@ def test_done_is_0_and_says_nothing(capsys):
 
 def test_ctrl_c_is_130_and_names_the_command_that_goes_on(capsys):
     assert run_command(raising(KeyboardInterrupt())) == 130
-    assert capsys.readouterr().err == "\n"
+    assert capsys.readouterr().err == "\ninterrupted\n"
     assert run_command(raising(KeyboardInterrupt()), lambda: "python train.py hydra.run.dir=r") == 130
     assert capsys.readouterr().err == "\ninterrupted; continue with: python train.py hydra.run.dir=r\n"
 

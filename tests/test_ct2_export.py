@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from data.batching import pad
-from helpers import SENTENCES, run_script, tiny_model
+from helpers import SENTENCES, run_script, tiny_model, toy_sentences
 from inference import load_translator
 from inference.contract import Translating
 from inference.ct2_export import export_ctranslate2
@@ -18,6 +18,9 @@ from inference.ct2_translator import CTranslate2Translator
 from inference.search_config import SearchConfig
 from inference.translator import Translator
 from utils.errors import UserError
+
+# made once, its module-scoped fixtures: its tests stay on one worker (`make test`: xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_ct2_export")
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (requirements.txt has it)")
 
@@ -73,9 +76,9 @@ def exported(ci_run, tmp_path_factory):
     return folder
 
 
-def test_greedy_and_beam_translations_match_ours(exported, trained, multi30k):
+def test_greedy_and_beam_translations_match_ours(exported, trained):
     model, tokenizer = trained
-    sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
+    sources = toy_sentences()
     ours = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
     theirs = CTranslate2Translator(exported / "float32", SearchConfig(beam_size=1)).translate(sources)
     assert sum(a == b for a, b in zip(ours, theirs)) >= 98  # float rounding may flip a near tie

@@ -10,14 +10,14 @@ import torch
 
 from analysis.head_stats import HeadStatistics
 from data import collate
-from helpers import run_train
+from helpers import TOY_DATA, run_train
 from model import Transformer, TransformerConfig
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-def test_head_statistics_of_gpu_attention_equal_the_cpus(multi30k):
-    tokenizer = multi30k.tokenizer
+def test_head_statistics_of_gpu_attention_equal_the_cpus(toy):
+    tokenizer = toy.tokenizer
     torch.manual_seed(0)
     model = Transformer(
         TransformerConfig(
@@ -30,7 +30,7 @@ def test_head_statistics_of_gpu_attention_equal_the_cpus(multi30k):
             d_ff=64,
         )
     ).eval()
-    batch = collate([multi30k.tokens["val"][i] for i in range(16)])
+    batch = collate([toy.tokens["val"][i] for i in range(16)])
     results = []
     for device in ("cpu", "cuda"):
         stats = HeadStatistics(tokenizer)
@@ -46,8 +46,8 @@ def test_head_statistics_of_gpu_attention_equal_the_cpus(multi30k):
             torch.testing.assert_close(gpu[kind][name], cpu[kind][name], atol=1e-4, rtol=1e-4)
 
 
-def test_ci_experiment_trains_on_the_gpu_in_bf16(multi30k_dir, tmp_path):
-    run_train(tmp_path, "experiment=ci", "train.device=cuda")
+def test_ci_experiment_trains_on_the_gpu_in_bf16(tmp_path):
+    run_train(tmp_path, "experiment=ci", *TOY_DATA, "train.device=cuda")
     log = (tmp_path / "train.log").read_text()
     assert "auto: bf16 autocast, native on this CUDA" in log
     results = json.loads((tmp_path / "results.json").read_text())

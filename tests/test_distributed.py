@@ -18,6 +18,7 @@ from torch.nn.parallel import DistributedDataParallel
 from data import collate, prepare_data
 from helpers import (
     ROOT,
+    TOY_DATA,
     assert_same_training,
     compose_config,
     random_pairs,
@@ -31,10 +32,15 @@ from training.config import to_run_config
 from training.distributed import Distributed
 from training.step import train_step
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="gloo on CPU is tested on Linux")
+# made once, its module-scoped fixtures: its tests stay on one worker (`make test`: xdist, --dist loadgroup)
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="gloo on CPU is tested on Linux"),
+    pytest.mark.xdist_group("test_distributed"),
+]
 
 COMMON = [
     "experiment=ci",
+    *TOY_DATA,
     "train.max_steps=40",
     "train.eval_every=1000",
     "train.checkpoint_every=20",
@@ -58,7 +64,7 @@ def torchrun(run_dir, *overrides: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def two_process_run(multi30k_dir, tmp_path_factory):
+def two_process_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("ddp")
     result = subprocess.run(torchrun(run_dir, *COMMON), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -104,7 +110,10 @@ def test_resuming_mid_epoch_with_another_number_of_processes_is_refused(two_proc
         tmp_path, *COMMON, f"train.resume={two_process_run / 'checkpoints' / 'step_0000020.pt'}", check=False
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "stopped 20 batches into epoch 0 with 2 process(es), counted per process; resume it with 2" in result.stderr
+    progress = load_checkpoint(two_process_run / "checkpoints" / "step_0000020.pt")["train_state"]["progress"]
+    assert progress["position"] > 0, "step 20 is not mid-epoch: nothing to test"
+    stopped = f"stopped {progress['position']} batches into epoch {progress['epoch']}"
+    assert f"{stopped} with 2 process(es), counted per process; resume it with 2" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
@@ -199,8 +208,8 @@ def slow_report_run(rank: int, port: int, run_dir: str, cache_dir: str) -> None:
         left.touch()
 
 
-def test_other_ranks_do_not_wait_in_a_collective_while_rank_0_writes_the_report(multi30k_dir, tmp_path):
+def test_other_ranks_do_not_wait_in_a_collective_while_rank_0_writes_the_report(tmp_path):
     cache = tmp_path / "cache"
-    prepare_data(to_run_config(compose_config("experiment=ci", f"data.cache_dir={cache}")).data)  # ready: no wait on it
+    prepare_data(to_run_config(compose_config(*COMMON, f"data.cache_dir={cache}")).data)  # ready: no wait on it
     mp.spawn(slow_report_run, args=(free_port(), str(tmp_path), str(cache)), nprocs=2)  # raises if a rank failed
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000004.pt")["train_state"]["progress"]["step"] == 4

@@ -7,11 +7,13 @@ of bench/ and docs/, which commands write into) where `runs/`, `exports/` and th
 with the virtual environment on PATH as if activated. What a command writes stays there.
 
 As written, except:
-- what stands for the user's own things is made real: `runs/RUN` (also `runs/en-de` and
-  `runs/recipe_1h`, the docs' names for the recipe run) is a run that the documented `make train`
-  trained here; `sentences.de` a file of Multi30k test sentences; `/corpus/...` and
-  `/data/wmt16_de_en` the toy corpus as parallel files, TSV, JSONL and a saved Hugging Face
-  dataset under the checkout; `/path/to/multi30k` the real Multi30k folder;
+- what stands for the user's own things is made real: `$MULTI30K_DIR` and `/path/to/multi30k` are
+  the committed toy corpus, laid out as Multi30k is (the commands that need Multi30k itself, the
+  French-Czech pair and a sweep of vocabularies larger than the toy corpus supports, use the real
+  one and are skipped without it); `runs/RUN` (also `runs/en-de` and `runs/recipe_1h`, the docs'
+  names for the recipe run) is a run that the documented `make train` trained here;
+  `sentences.de` a file of the corpus's test sentences; `/corpus/...` and `/data/wmt16_de_en` the
+  toy corpus as parallel files, TSV, JSONL and a saved Hugging Face dataset under the checkout;
 - what takes an hour or minutes gets its short form: Hydra overrides (or a benchmark's own
   options) appended that shrink steps and data (SHORT), and the test says so. The vocabulary
   shrinks with the data: SentencePiece cannot learn 8,000 pieces from a few hundred sentences.
@@ -19,7 +21,6 @@ As written, except:
 
 import json
 import os
-import pty
 import select
 import shutil
 import signal
@@ -32,23 +33,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import ROOT, TOY_CORPUS
+from helpers import ROOT, TOY_CORPUS, toy_sentences
 from helpers.browser import browser_missing
 from helpers.documented import documented_commands
+from helpers.terminal import open_terminal
 
-# Steps and data of a training run: 2 steps on 1,000 pairs, 5 sentences to validate and test on;
+# Steps and data of a training run on the toy corpus: 2 steps, 5 sentences to validate and test on;
 # RUN_SHORT keeps the attention evaluations (the tab shows them), SHORT leaves them out (an
-# untrained model's probes take ~20 s to draw on an AVX2 EPYC: its translations run to the limit).
-RUN_SHORT = (
-    "train.max_steps=2 train.eval_every=2 data.max_train_examples=1000 data.max_eval_examples=5 "
-    "data.tokenizer.vocab_size=1000"
-)
+# untrained model's probes take seconds to draw: its translations run to the limit).
+RUN_SHORT = "train.max_steps=2 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360"
 SHORT = RUN_SHORT + " train.attention_every=0"
-SHORT_TOY = (
-    "train.max_steps=2 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360 "
-    "train.attention_every=0"
-)
-SHORT_SPEED = "--steps 1 --rounds 1 --warmup 0 --precisions fp32"
+# the same on Multi30k itself: 1,000 of its pairs
+MULTI30K_SHORT = SHORT.replace("vocab_size=360", "vocab_size=1000") + " data.max_train_examples=1000"
+SHORT_SPEED = "--steps 1 --rounds 1 --warmup 0 --precisions fp32 --vocab-size 360"
 
 
 @dataclass
@@ -56,13 +53,15 @@ class Command:
     """How a documented command is run: `short`, appended to shorten it (inside make's ARGS, or
     after the command); `needs`, what the user would already have; `kind`: "run" (in a shell, to
     exit 0), "terminal" (in a pty, a sentence typed), "server" (started, asked, stopped),
-    "interrupt" (stopped by Ctrl-C, then the same command again), "ci" (a line of .ci/run), "gpu"."""
+    "interrupt" (stopped by Ctrl-C, then the same command again), "ci" (a line of .ci/run), "gpu";
+    `multi30k`: run on Multi30k itself, not the toy corpus."""
 
     short: str = ""
     needs: tuple[str, ...] = ()
     kind: str = "run"
     check: str = ""  # text the output must hold
     timeout: float = 300
+    multi30k: bool = False
 
 
 RUN_NEEDS = ("run",)
@@ -84,16 +83,16 @@ COMMANDS: dict[str, Command] = {
     # README, data
     'make train ARGS="experiment=ci data=files data.train=tests/data/toy/train data.val_size=100 '
     "data.test=[tests/data/toy/test_2016_flickr] data.src_lang=en data.tgt_lang=de data.tokenizer.vocab_size=360 "
-    'data.max_train_examples=null"': Command(short=SHORT_TOY, check="test_2016_flickr: BLEU"),
+    'data.max_train_examples=null"': Command(short=SHORT, check="test_2016_flickr: BLEU"),
     'make train ARGS="data=files data.train=/corpus/train data.val=/corpus/dev data.test=[/corpus/test] '
-    'data.src_lang=en data.tgt_lang=de"': Command(short=SHORT_TOY, needs=("corpus",), check="test: BLEU"),
+    'data.src_lang=en data.tgt_lang=de"': Command(short=SHORT, needs=("corpus",), check="test: BLEU"),
     'make train ARGS="data=tsv data.train=/corpus/train.tsv data.header=true data.src_field=de '
-    'data.tgt_field=en"': Command(short=SHORT_TOY + " data.val_size=100", needs=("corpus",)),
+    'data.tgt_field=en"': Command(short=SHORT + " data.val_size=100", needs=("corpus",)),
     'make train ARGS="data=jsonl data.train=/corpus/train.jsonl"': Command(
-        short=SHORT_TOY + " data.val_size=100", needs=("corpus",)
+        short=SHORT + " data.val_size=100", needs=("corpus",)
     ),
     'make train ARGS="data=hf data.name=/data/wmt16_de_en"': Command(
-        short=SHORT_TOY, needs=("corpus",), check="test: BLEU"
+        short=SHORT, needs=("corpus",), check="test: BLEU"
     ),
     # README and docs/training.md, training
     ".venv/bin/python train.py": Command(short=SHORT),
@@ -102,12 +101,17 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python train.py model=base train.precision=bf16": Command(
         short=SHORT + " train.max_tokens=256 data.max_eval_examples=1"
     ),
-    ".venv/bin/python train.py data.src_lang=fr data.tgt_lang=cs train.max_minutes=10": Command(short=SHORT),
+    ".venv/bin/python train.py data.src_lang=fr data.tgt_lang=cs train.max_minutes=10": Command(
+        short=MULTI30K_SHORT, multi30k=True
+    ),
     ".venv/bin/python train.py experiment=ci hydra.run.dir=runs/my_run": Command(
-        short="train.max_steps=40 train.eval_every=20 data.max_eval_examples=5", kind="interrupt"
+        short="train.max_steps=40 train.eval_every=20 data.max_eval_examples=5 data.tokenizer.vocab_size=360",
+        kind="interrupt",
     ),
     ".venv/bin/torchrun --standalone --nproc_per_node=2 train.py experiment=ci train.threads=1 "
-    "hydra.run.dir=runs/ddp": Command(short="train.max_steps=4 train.eval_every=2 data.max_eval_examples=5"),
+    "hydra.run.dir=runs/ddp": Command(
+        short="train.max_steps=4 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360"
+    ),
     'make train ARGS="train.max_minutes=10"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/tab_demo train.max_minutes=10 train.eval_every=250 '
     'train.attention_every=100"': Command(short=SHORT),
@@ -163,9 +167,10 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_lr_dropout": Command(needs=("proxy_lr_dropout",)),
     'make train ARGS="-m experiment=proxy data.tokenizer.vocab_size=2000,4000,8000 '
     'hydra.sweep.dir=runs/multirun/proxy_vocab"': Command(
-        short="train.max_steps=2 train.eval_every=2 data.max_train_examples=8000 data.max_eval_examples=5"
+        short="train.max_steps=2 train.eval_every=2 data.max_train_examples=8000 data.max_eval_examples=5",
+        multi30k=True,
     ),
-    ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_vocab": Command(needs=("proxy_vocab",)),
+    ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_vocab": Command(needs=("proxy_vocab",), multi30k=True),
     'make train ARGS="-m experiment=proxy train.label_smoothing=0.2 hydra.sweep.dir=runs/multirun/proxy_ls"': Command(
         short=SHORT
     ),
@@ -187,7 +192,8 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/memory.py": Command(
         short="--steps 2 " + SHORT.replace("train.max_steps=2 ", ""), check="peak RSS"
     ),
-    ".venv/bin/python bench/data_prep.py": Command(short="--pairs 20000"),
+    # pairs made from Multi30k's training lines, tokenized with the recipe's 8,000 pieces
+    ".venv/bin/python bench/data_prep.py": Command(short="--pairs 20000", multi30k=True),
     ".venv/bin/python bench/typed_sentence.py --logdir runs --run en-de": Command(
         short="-n 2", needs=("en-de",), check="to the inside view"
     ),
@@ -233,8 +239,9 @@ class Checkout:
 
     OWN = {"runs", "exports", "figures", ".cache", "outputs", "multirun", "corpus", "data_hf", "bench", "docs"}
 
-    def __init__(self, root: Path, multi30k: str) -> None:
-        self.root, self.multi30k, self.made = root, multi30k, set()
+    def __init__(self, root: Path) -> None:
+        self.root, self.made = root, set()
+        self.multi30k: str | None = None  # the real Multi30k, for the commands that need it
         for entry in ROOT.iterdir():
             if entry.name not in self.OWN and entry.name != ".git":
                 (root / entry.name).symlink_to(entry)
@@ -244,7 +251,7 @@ class Checkout:
         (root / "runs").mkdir()
         self.env = {
             **os.environ,
-            "MULTI30K_DIR": multi30k,
+            "MULTI30K_DIR": str(TOY_CORPUS),
             "PATH": f"{root / '.venv' / 'bin'}:{os.environ['PATH']}",
             "HF_HUB_OFFLINE": "1",
             "HF_DATASETS_OFFLINE": "1",
@@ -253,14 +260,19 @@ class Checkout:
     def as_written(self, command: str) -> str:
         """The command with the user's own things made real (module docstring)."""
         return (
-            command.replace("/path/to/multi30k", self.multi30k)
+            command.replace("/path/to/multi30k", str(TOY_CORPUS))
             .replace("/corpus/", f"{self.root}/corpus/")
             .replace("/data/wmt16_de_en", f"{self.root}/data_hf/wmt16_de_en")
         )
 
-    def run(self, command: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self, command: str, timeout: float = 300, check: bool = True, multi30k: bool = False
+    ) -> subprocess.CompletedProcess:
+        """`command` in a shell in the checkout; with `multi30k`, on the real Multi30k."""
+        env = {**self.env, "MULTI30K_DIR": self.multi30k} if multi30k else self.env
+        assert not multi30k or self.multi30k, "the test asks for multi30k_dir first"
         done = subprocess.run(
-            ["bash", "-c", command], cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout
+            ["bash", "-c", command], cwd=self.root, env=env, capture_output=True, text=True, timeout=timeout
         )
         if check:
             assert done.returncode == 0, (
@@ -281,8 +293,7 @@ class Checkout:
             [command] = [c for c in COMMANDS if f'hydra.run.dir=runs/{what}"' in c]
             self.run(shortened(command, COMMANDS[command].short))
         elif what == "sentences.de":
-            text = subprocess.run(["zcat", f"{self.multi30k}/test_2016_flickr.de.gz"], capture_output=True, text=True)
-            (self.root / "sentences.de").write_text("\n".join(text.stdout.splitlines()[:12]) + "\n", encoding="utf-8")
+            (self.root / "sentences.de").write_text("\n".join(toy_sentences()[:12]) + "\n", encoding="utf-8")
         elif what == "export":
             if not (self.root / "exports" / "de-en").exists():  # else the export's own test made it
                 self.need("run")
@@ -321,7 +332,7 @@ class Checkout:
             ).save_to_disk(str(self.root / "data_hf" / "wmt16_de_en"))
         elif what.startswith("proxy_"):  # a documented multirun's folder, for the table of it
             [command] = [c for c in COMMANDS if f'runs/multirun/{what}"' in c]
-            self.run(shortened(command, COMMANDS[command].short), timeout=600)
+            self.run(shortened(command, COMMANDS[command].short), timeout=600, multi30k=COMMANDS[command].multi30k)
         elif what == "candidates.txt":
             (self.root / "candidates.txt").write_text("-  # the recipe\nmodel.dropout=0.3\n")
         elif what == "gpu":
@@ -345,16 +356,40 @@ def shortened(command: str, short: str) -> str:
     return f"{command} {short}"
 
 
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory, multi30k_dir) -> Checkout:
+@pytest.fixture(scope="session")  # one a worker, however pytest-xdist interleaves its tests with others
+def checkout(tmp_path_factory) -> Checkout:
     if not (ROOT / ".venv" / "bin" / "python").exists():
         pytest.skip("the documented commands use .venv/bin: run `make install` first")
-    return Checkout(tmp_path_factory.mktemp("checkout"), multi30k_dir)
+    return Checkout(tmp_path_factory.mktemp("checkout"))
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_the_documented_command_runs(command, checkout, tmp_path):
+def made_by(command: str) -> str | None:
+    """The run folder a command makes that the docs read later (`runs/X`, `runs/multirun/X`)."""
+    for folder in ("runs/multirun/", "hydra.run.dir=runs/"):
+        if folder in command:
+            return command.split(folder)[1].split('"')[0]
+    return None
+
+
+# The commands that read runs others made, and those that make them, share one checkout: under
+# pytest-xdist (make test) they stay on one worker; the others go to any worker, each with a checkout
+# of its own (where the few files they need take no time to make).
+NEEDS = pytest.mark.xdist_group("documented_commands_with_needs")
+QUICK_TO_MAKE = {"corpus", "sentences.de", "candidates.txt"}
+NEEDED = {what for spec in COMMANDS.values() for what in spec.needs} - QUICK_TO_MAKE
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(command, marks=NEEDS) if NEEDED & {*spec.needs, made_by(command)} else command
+        for command, spec in COMMANDS.items()
+    ],
+)
+def test_the_documented_command_runs(command, checkout, request):
     spec = COMMANDS[command]
+    if spec.multi30k:
+        checkout.multi30k = request.getfixturevalue("multi30k_dir")  # skipped without it
     written = checkout.as_written(command)
     if spec.kind == "gpu" and not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU (bench/rank_on_gpu.sh; tests/test_rank_on_gpu.py runs it with a stand-in)")
@@ -374,11 +409,10 @@ def test_the_documented_command_runs(command, checkout, tmp_path):
     else:
         if "typed_sentence" in command and (missing := browser_missing()):
             pytest.skip(missing)
-        done = checkout.run(shortened(written, spec.short), spec.timeout)
+        done = checkout.run(shortened(written, spec.short), spec.timeout, multi30k=spec.multi30k)
         assert spec.check in done.stdout + done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
-        for folder in ("runs/multirun/", "hydra.run.dir=runs/"):  # a run folder the docs read later is there
-            if folder in command:
-                checkout.made.add(command.split(folder)[1].split('"')[0])
+        if made := made_by(command):  # a run folder the docs read later is there
+            checkout.made.add(made)
 
 
 def serve(checkout: Checkout, command: str) -> None:
@@ -403,7 +437,7 @@ def serve(checkout: Checkout, command: str) -> None:
 def in_terminal(checkout: Checkout, command: str, sentence: str) -> list[str]:
     """The command at a terminal (a pty): `sentence` typed and Enter, then, once its translation is
     shown, Ctrl-D; the lines the terminal showed."""
-    leader, follower = pty.openpty()
+    leader, follower = open_terminal()
     process = subprocess.Popen(
         ["bash", "-c", command], cwd=checkout.root, env=checkout.env, stdin=follower, stdout=follower, stderr=follower
     )
@@ -451,6 +485,7 @@ def interrupt_then_continue(checkout: Checkout, command: str) -> None:
     assert "resumed from" in log and (checkout.root / "runs" / "my_run" / "results.json").is_file()
 
 
+@NEEDS
 def test_the_python_api_blocks_run(checkout):
     """The ```python blocks of the docs, each run as a script."""
     from helpers.documented import FENCE

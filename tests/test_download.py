@@ -4,7 +4,6 @@ naming the URL and the way out, and leaves nothing in the cache that a later run
 
 import gzip
 import os
-from pathlib import Path
 
 import pytest
 
@@ -83,15 +82,16 @@ def test_refused_connection_and_bad_templates(tmp_path):
         load_multi30k("de", "en", splits=["val"], url="{split}.{lang}", cache_dir=tmp_path)
 
 
-def test_train_py_downloads_trains_and_then_reads_the_cache(multi30k_dir, tmp_path):
-    """The issue's check: a user without MULTI30K_DIR, the official files served locally."""
+def test_train_py_downloads_trains_and_then_reads_the_cache(toy_mirror, tmp_path):
+    """A user without MULTI30K_DIR, the files laid out as the official ones and served locally."""
     env = {k: v for k, v in os.environ.items() if k != "MULTI30K_DIR"}
     cache = tmp_path / "cache"
-    with serving(mirror(Path(multi30k_dir))) as base:
+    with serving(mirror(toy_mirror)) as base:
         url = base + "/{split}.{lang}.gz"
         first = run_train(
             tmp_path / "first",
             "experiment=ci",
+            "data.tokenizer.vocab_size=360",
             f"data.url='{url}'",
             f"data.cache_dir={cache}",
             "train.max_steps=20",
@@ -107,6 +107,7 @@ def test_train_py_downloads_trains_and_then_reads_the_cache(multi30k_dir, tmp_pa
     run_train(
         tmp_path / "second",
         "experiment=ci",
+        "data.tokenizer.vocab_size=360",
         f"data.url='{url}'",
         f"data.cache_dir={cache}",
         "train.max_steps=10",

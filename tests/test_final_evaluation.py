@@ -13,6 +13,9 @@ from training.config import to_run_config
 from training.final_evaluation import flat_hparams
 from training.run import train
 
+# made once, its module-scoped fixtures: its tests stay on one worker (`make test`: xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_final_evaluation")
+
 OVERRIDES = [
     "experiment=ci",
     f"data.dir={TOY_CORPUS}",

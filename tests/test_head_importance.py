@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from analysis.head_importance import head_importance, importance_grids, removal_counts
-from helpers import run_script, scalars
+from helpers import TOY_CORPUS, run_script, scalars
 from model import Transformer
 
 
@@ -98,12 +98,12 @@ def run_heads(*args: str) -> subprocess.CompletedProcess:
     return run_script("heads.py", *args, check=False)
 
 
-def test_heads_command_writes_json_table_and_figure(ci_run, multi30k_dir, tmp_path):
+def test_heads_command_writes_json_table_and_figure(ci_run, tmp_path):
     out = run_heads(
         "-c",
         str(ci_run),
         "--data-dir",
-        multi30k_dir,
+        str(TOY_CORPUS),
         "--sentences",
         "20",
         "-o",

@@ -8,9 +8,10 @@ from pathlib import Path
 from data import DataConfig, TokenizerConfig, prepare_data
 from data.prepare import tokenize_splits
 from data.tokenizer import train_tokenizer
+from helpers import TOY_CORPUS
 
 
-def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(multi30k_dir, tmp_path, monkeypatch):
+def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(tmp_path, monkeypatch):
     import data.tokenizer
 
     seen = []
@@ -22,11 +23,11 @@ def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(multi30k_d
 
     monkeypatch.setattr(data.tokenizer, "_train_model", train_recording)
     cfg = DataConfig(
-        dir=multi30k_dir,
+        dir=str(TOY_CORPUS),
         cache_dir=str(tmp_path),
         max_train_examples=300,
         max_eval_examples=50,
-        tokenizer=TokenizerConfig(vocab_size=500),
+        tokenizer=TokenizerConfig(vocab_size=320),
     )
     prepared = prepare_data(cfg)
     train = prepared.text["train"]
@@ -86,12 +87,14 @@ def test_a_run_that_finishes_caching_second_keeps_the_first_ones_entry(tmp_path,
     assert [p.name for p in (tmp_path / "tokenized").iterdir()] == finished  # theirs, and no temporary left
 
 
-def test_tokenized_splits_are_cached(multi30k_dir, multi30k, multi30k_cache, caplog):
+def test_tokenized_splits_are_cached(toy, toy_cache, caplog):
     with caplog.at_level(logging.INFO, logger="data"):
-        again = prepare_data(DataConfig(dir=multi30k_dir, cache_dir=multi30k_cache))
+        again = prepare_data(
+            DataConfig(dir=str(TOY_CORPUS), cache_dir=toy_cache, tokenizer=TokenizerConfig(vocab_size=360))
+        )
     assert any("tokenized splits loaded from cache" in r.message for r in caplog.records)
     assert not any("training SentencePiece" in r.message for r in caplog.records)
-    assert again.tokens["val"][:5] == multi30k.tokens["val"][:5]
+    assert again.tokens["val"][:5] == toy.tokens["val"][:5]
 
 
 def test_tokenizing_shows_a_bar_for_a_large_corpus_only(toy, tmp_path, monkeypatch, capfd):

@@ -8,6 +8,7 @@ from torch import nn
 
 import inference.api
 from data.batching import pad
+from helpers import toy_sentences
 from inference import load_translator
 from inference.quantize import quantize_int8
 from inference.search_config import SearchConfig
@@ -23,14 +24,14 @@ def mean_log_prob(model, src: list[int], tgt: list[int]) -> torch.Tensor:
     return F.log_softmax(logits.float(), -1).gather(1, torch.tensor([*tgt, cfg.eos_id])[:, None]).mean()
 
 
-def test_int8_translates_nearly_as_fp32_and_leaves_the_model_alone(ci_run, trained, multi30k):
+def test_int8_translates_nearly_as_fp32_and_leaves_the_model_alone(ci_run, trained):
     model, tokenizer = trained
     int8 = quantize_int8(model)
     assert type(model.decoder.layers[0].feed_forward.net[0]) is nn.Linear  # the original is untouched
     assert type(int8.decoder.layers[0].feed_forward.net[0]) is not nn.Linear
     assert type(int8.output_proj) is not nn.Linear
     assert type(int8.decoder.layers[0].cross_attn.in_proj) is nn.Linear  # read as slices: stays float
-    sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
+    sources = toy_sentences()
     # close, not equal: compared as the log-probabilities both give fp32's translations, not as
     # outputs, which for this tiny model hang on near ties that int8's rounding tips either way
     # (61 of 100 greedy outputs equal on an AMD EPYC Zen 3 at 0.006 nats a piece apart)
@@ -46,9 +47,9 @@ def test_int8_translates_nearly_as_fp32_and_leaves_the_model_alone(ci_run, train
         load_translator(ci_run, compute_type="int16")
 
 
-def test_bfloat16_where_native_and_refused_where_emulated(ci_run, trained, multi30k, monkeypatch):
+def test_bfloat16_where_native_and_refused_where_emulated(ci_run, trained, monkeypatch):
     model, tokenizer = trained
-    sources = list(multi30k.text["test_2016_flickr"]["src"][:100])
+    sources = toy_sentences()
     fp32 = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
     bf16 = Translator(model, tokenizer, SearchConfig(beam_size=1), bf16=True).translate(
         sources

@@ -7,18 +7,22 @@ import subprocess
 
 import pytest
 
-from helpers import assert_same_training, run_script, run_train, scalars, start_script, stop_when
+from helpers import TOY_CORPUS, TOY_DATA, assert_same_training, run_script, run_train, scalars, start_script, stop_when
 from helpers.commands import command
 from inference.checkpoint import load_checkpoint
 from train import continue_command
 
+# made once, its module-scoped fixtures: its tests stay on one worker (`make test`: xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_resume")
+
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 
 
-def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
+def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path):
     # bounded by steps, so the linear decay is planned at the start and the same in both runs
     common = [
         "experiment=ci",
+        *TOY_DATA,
         "train.max_steps=60",
         "train.checkpoint_every=20",
         "train.keep_last=5",
@@ -40,9 +44,10 @@ def test_resume_after_sigkill_matches_uninterrupted_run(multi30k_dir, tmp_path):
 
 
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir, tmp_path, signum, exit_code):
+def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(tmp_path, signum, exit_code):
     common = [
         "experiment=ci",
+        *TOY_DATA,
         "train.max_steps=80",
         "train.eval_every=10",
         "train.checkpoint_every=1000",
@@ -74,9 +79,10 @@ def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(multi30k_dir
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000080.pt")["train_state"]["progress"]["step"] == 80
 
 
-def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(multi30k_dir, tmp_path):
+def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(tmp_path):
     sweep = [
         "experiment=ci",
+        *TOY_DATA,
         "train.max_steps=60",
         "train.lr=1e-3,2e-3",
         "train.eval_every=10",
@@ -98,7 +104,8 @@ def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(
     continued = stderr.strip().splitlines()[-1].split("continue with: ")[1]
     # the first job's own values, no sweep and no -m: the command continues this job alone
     assert continued == (
-        f"python train.py experiment=ci train.max_steps=60 train.lr=0.001 train.eval_every=10 "
+        f"python train.py experiment=ci data.dir={TOY_CORPUS} data.tokenizer.vocab_size=360 "
+        f"train.max_steps=60 train.lr=0.001 train.eval_every=10 "
         f"train.attention_every=0 train.head_importance=False train.threads=1 "  # as Hydra writes them
         f"hydra.run.dir={tmp_path / '0'}"
     )
@@ -110,6 +117,7 @@ def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(
 # 40 steps with checkpoints at 20 and 40, each validated
 FIRST_RUN = (
     "experiment=ci",
+    *TOY_DATA,
     "train.max_steps=40",
     "train.eval_every=20",
     "train.checkpoint_every=20",
@@ -120,7 +128,7 @@ FIRST_RUN = (
 
 
 @pytest.fixture(scope="module")
-def first_run(multi30k_dir, tmp_path_factory):
+def first_run(tmp_path_factory):
     """40 steps with checkpoints at 20 and 40, each validated."""
     run_dir = tmp_path_factory.mktemp("first")
     run_train(run_dir, *FIRST_RUN)
@@ -138,12 +146,12 @@ def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path)
     assert (tmp_path / "results.json").is_file() and (tmp_path / "checkpoints" / "best.pt").is_file()
 
 
-def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(multi30k_dir, tmp_path):
+def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(tmp_path):
     # 300 pairs are ~10 batches an epoch: 40 steps cross epochs, each in new segmentations
     common = [
         "experiment=ci",
+        *TOY_DATA,
         "data.max_train_examples=300",
-        "data.tokenizer.vocab_size=500",
         "data.subword_sampling=0.5",
         "train.max_steps=40",
         "train.checkpoint_every=20",
@@ -169,6 +177,7 @@ def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
     run_train(
         tmp_path,
         "experiment=ci",
+        *TOY_DATA,
         "train.max_steps=10",
         "train.eval_every=10",
         "train.max_minutes=null",
@@ -186,14 +195,14 @@ def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "override, message",
+    "overrides, message",
     [
-        ("data.src_lang=fr", "translates de->en, but this run is fr->en"),
-        ("data.tokenizer.vocab_size=900", "was trained with another tokenizer"),
+        (["data.src_lang=en", "data.tgt_lang=de"], "translates de->en, but this run is en->de"),
+        (["data.tokenizer.vocab_size=340"], "was trained with another tokenizer"),
     ],
 )
-def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, override, message):
-    result = run_train(tmp_path, "experiment=ci", override, f"train.resume={first_run}", check=False)
+def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, overrides, message):
+    result = run_train(tmp_path, "experiment=ci", *TOY_DATA, *overrides, f"train.resume={first_run}", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
@@ -204,12 +213,16 @@ def test_resume_mid_epoch_with_other_batches_is_refused(first_run, tmp_path):
     result = run_train(
         tmp_path,
         "experiment=ci",
+        *TOY_DATA,
         "train.max_tokens=2048",
         f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}",
         check=False,
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "stopped 20 batches into epoch 0 with batches of train.max_tokens=1024" in result.stderr
+    progress = load_checkpoint(first_run / "checkpoints" / "step_0000020.pt")["train_state"]["progress"]
+    assert progress["position"] > 0, "step 20 is not mid-epoch: nothing to test"
+    stopped = f"stopped {progress['position']} batches into epoch {progress['epoch']}"
+    assert f"{stopped} with batches of train.max_tokens=1024" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 

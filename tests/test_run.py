@@ -5,7 +5,7 @@ import os
 
 import torch
 
-from helpers import run_train, scalars
+from helpers import TOY_DATA, run_train, scalars
 from inference.checkpoint import average_checkpoints, load_checkpoint, load_for_inference
 from utils.checkpoint_files import step_checkpoints
 
@@ -64,11 +64,13 @@ def test_events_hold_the_scalar_tags_and_val_loss_decreases(ci_run):
     assert "samples/text_summary" in events.Tags()["tensors"]  # how SummaryWriter stores text
 
 
-def test_separate_vocabularies_get_separate_embeddings(multi30k_dir, tmp_path):
+def test_separate_vocabularies_get_separate_embeddings(tmp_path):
     run_train(
         tmp_path,
         "experiment=ci",
+        *TOY_DATA,
         "data.tokenizer.joint=false",
+        "data.tokenizer.vocab_size=310",  # the toy corpus's English side has fewer pieces to learn
         "train.max_steps=10",
         "train.eval_every=10",
         "train.attention_every=0",
@@ -81,13 +83,14 @@ def test_separate_vocabularies_get_separate_embeddings(multi30k_dir, tmp_path):
     assert (tmp_path / "spm_src.model").is_file() and (tmp_path / "spm_tgt.model").is_file()
 
 
-def test_test_translations_are_utf8_whatever_the_locale(multi30k_dir, tmp_path):
+def test_test_translations_are_utf8_whatever_the_locale(tmp_path):
     """Into German (umlauts, ß) under an ASCII locale, as on a server with LANG unset: the
     translations file is UTF-8, as every file the project writes."""
     ascii_locale = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
     run_train(
         tmp_path,
         "experiment=ci",
+        *TOY_DATA,
         "data.src_lang=en",
         "data.tgt_lang=de",
         "train.attention_every=0",
@@ -101,7 +104,7 @@ def test_test_translations_are_utf8_whatever_the_locale(multi30k_dir, tmp_path):
 def test_checkpoint_is_self_contained(ci_run):
     model, tokenizer, meta = load_for_inference(ci_run)
     assert meta["src_lang"] == "de" and meta["tgt_lang"] == "en"
-    assert model.cfg.src_vocab_size == tokenizer.src_vocab_size == 1000
+    assert model.cfg.src_vocab_size == tokenizer.src_vocab_size == 360
     checkpoint = load_checkpoint(ci_run / "checkpoints" / "step_0000240.pt")
     assert set(checkpoint["train_state"]) == {"optimizer", "scheduler", "progress", "rng"}
     assert checkpoint["model_config"]["eos_id"] == tokenizer.eos_id and checkpoint["model_config"]["unk_id"] == 1

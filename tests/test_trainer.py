@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import training.trainer
-from helpers import compose_config, run_train, scalars
+from helpers import TOY_DATA, compose_config, run_train, scalars
 from inference.checkpoint import load_checkpoint
 from inference.translator import Translator
 from model import Transformer
@@ -46,13 +46,14 @@ class FakeClock:
         monkeypatch.setattr(Translator, "translate", timed_translate)
 
 
-def test_time_budget_stops_training_and_leaves_the_reserve(multi30k_dir, tmp_path, monkeypatch, caplog):
+def test_time_budget_stops_training_and_leaves_the_reserve(tmp_path, monkeypatch, caplog):
     # the final evaluation translates twice (validation, then the test set), 10 s each
     clock = FakeClock(per_step=1.0, per_translation=10.0)
     clock.install(monkeypatch)
     caplog.set_level("INFO", logger="train")
     cfg = compose_config(
         "experiment=ci",
+        *TOY_DATA,
         "train.max_minutes=1",
         "train.reserve_minutes=0.5",
         "train.max_steps=100000",
@@ -75,6 +76,7 @@ def linear_budget_run(clock: FakeClock, minutes: float, run_dir, monkeypatch, ca
     caplog.set_level("INFO", logger="train")
     cfg = compose_config(
         "experiment=ci",
+        *TOY_DATA,
         f"train.max_minutes={minutes}",
         "train.reserve_minutes=0.5",
         "train.max_steps=100000",
@@ -88,7 +90,7 @@ def linear_budget_run(clock: FakeClock, minutes: float, run_dir, monkeypatch, ca
     return cfg, train(cfg, run_dir, clock=clock)
 
 
-def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi30k_dir, tmp_path, monkeypatch, caplog):
+def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(tmp_path, monkeypatch, caplog):
     cfg, results = linear_budget_run(FakeClock(per_step=1.0), 1, tmp_path, monkeypatch, caplog)
     # planned at the first validation (step 10, 10 s): 20 s left at 1 s a step -> last step 30
     assert "schedule planned at step 10" in caplog.text and "at step 30" in caplog.text
@@ -100,7 +102,7 @@ def test_linear_schedule_is_planned_from_the_budget_and_ends_at_its_floor(multi3
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000030.pt")["train_state"]["scheduler"]["last_step"] == 30
 
 
-def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(multi30k_dir, tmp_path, monkeypatch, caplog):
+def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(tmp_path, monkeypatch, caplog):
     clock = FakeClock(per_step=lambda n: 2.0 if n <= 10 else 1.0)  # twice as fast after step 10
     cfg, results = linear_budget_run(clock, 2, tmp_path, monkeypatch, caplog)
     # 90 s of budget. Step 10 at 20 s: 70 s left at 2 s a step -> step 45. Step 20 at 30 s: 60 s
@@ -115,7 +117,7 @@ def test_the_plan_follows_a_run_that_speeds_up_without_a_jump_in_the_rate(multi3
     assert lr[50] == pytest.approx(at_20 * 30 / 60, rel=1e-5) and lr[80] == 0.0
 
 
-def test_a_higher_max_minutes_extends_a_run_that_ended(multi30k_dir, tmp_path, monkeypatch, caplog):
+def test_a_higher_max_minutes_extends_a_run_that_ended(tmp_path, monkeypatch, caplog):
     linear_budget_run(FakeClock(per_step=1.0), 1, tmp_path, monkeypatch, caplog)  # ends at its plan's step 30
     caplog.clear()
     cfg, results = linear_budget_run(FakeClock(per_step=1.0), 2, tmp_path, monkeypatch, caplog)  # the same folder
@@ -130,8 +132,8 @@ def test_a_higher_max_minutes_extends_a_run_that_ended(multi30k_dir, tmp_path, m
     assert lr[31] == pytest.approx((90 - 31) / (90 - 5), rel=1e-5) and lr[90] == 0.0
 
 
-def test_a_higher_max_steps_extends_a_run_and_changed_settings_are_said_and_used(multi30k_dir, tmp_path):
-    common = ["experiment=ci", "train.max_minutes=null", "train.warmup_steps=5", "train.log_every=1", *QUIET]
+def test_a_higher_max_steps_extends_a_run_and_changed_settings_are_said_and_used(tmp_path):
+    common = ["experiment=ci", *TOY_DATA, "train.max_minutes=null", "train.warmup_steps=5", "train.log_every=1", *QUIET]
     run_train(tmp_path, *common, "train.max_steps=20")
     run_train(tmp_path, *common, "train.max_steps=40", "train.weight_decay=0.01")
     log = (tmp_path / "train.log").read_text()
@@ -145,10 +147,11 @@ def test_a_higher_max_steps_extends_a_run_and_changed_settings_are_said_and_used
     assert lr[20] == 0.0 and lr[21] == pytest.approx((40 - 21) / 35, rel=1e-5) and lr[40] == 0.0
 
 
-def test_the_last_steps_attention_is_stored_too(multi30k_dir, tmp_path):
+def test_the_last_steps_attention_is_stored_too(tmp_path):
     run_train(
         tmp_path,
         "experiment=ci",
+        *TOY_DATA,
         "train.max_steps=30",
         "train.eval_every=20",
         "train.max_minutes=null",
@@ -158,7 +161,7 @@ def test_the_last_steps_attention_is_stored_too(multi30k_dir, tmp_path):
     assert steps(tmp_path) == [0, 20, 30]  # the slider reaches the step training stopped at
 
 
-def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monkeypatch):
+def test_non_finite_loss_stops_with_a_clear_message(tmp_path, monkeypatch):
     real_forward = Transformer.forward
     calls = {"n": 0}
 
@@ -170,7 +173,7 @@ def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monk
         return output
 
     monkeypatch.setattr(Transformer, "forward", forward_that_overflows)
-    cfg = compose_config("experiment=ci", "train.checkpoint_every=10", *QUIET)
+    cfg = compose_config("experiment=ci", *TOY_DATA, "train.checkpoint_every=10", *QUIET)
     with pytest.raises(
         UserError,
         match=r"non-finite loss \(inf\) or gradient norm \(.*\) at step 21; "
@@ -180,19 +183,20 @@ def test_non_finite_loss_stops_with_a_clear_message(multi30k_dir, tmp_path, monk
     assert load_checkpoint(tmp_path / "checkpoints" / "step_0000020.pt")["train_state"]["progress"]["step"] == 20
 
 
-def test_gradient_accumulation_consumes_grad_accum_batches_per_step(multi30k_dir, tmp_path):
-    cfg = compose_config("experiment=ci", "train.grad_accum=3", "train.max_steps=5", *QUIET)
+def test_gradient_accumulation_consumes_grad_accum_batches_per_step(tmp_path):
+    cfg = compose_config("experiment=ci", *TOY_DATA, "train.grad_accum=3", "train.max_steps=5", *QUIET)
     results = train(cfg, tmp_path)
     progress = load_checkpoint(tmp_path / "checkpoints" / "step_0000005.pt")["train_state"]["progress"]
     assert results["steps"] == 5
     assert (progress["epoch"], progress["position"]) == (0, 15)
 
 
-def test_bf16_autocast_trains_on_the_cpu(multi30k_dir, tmp_path, caplog):
+def test_bf16_autocast_trains_on_the_cpu(tmp_path, caplog):
     """A few steps of the tiny model in bf16 (emulated, and so slow, on a CPU without native bf16)."""
     caplog.set_level("INFO", logger="train")
     cfg = compose_config(
         "experiment=ci",
+        *TOY_DATA,
         "train.precision=bf16",
         "train.max_steps=3",
         "train.max_tokens=512",

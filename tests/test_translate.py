@@ -2,8 +2,9 @@
 
 import subprocess
 
-from helpers import SENTENCES, run_script, start_script
+from helpers import SENTENCES, run_script, start_script, unseen_sentences
 from helpers.commands import command
+from helpers.terminal import open_terminal
 from inference.search_config import SearchConfig
 from inference.translator import Translator
 
@@ -25,11 +26,11 @@ def test_arguments_stdin_and_file_agree_and_keep_empty_lines(ci_run, tmp_path):
     assert all(by_args[i] for i in (0, 2, 3))
 
 
-def test_greedy_option_and_n_best_format(ci_run, trained, multi30k):
+def test_greedy_option_and_n_best_format(ci_run, trained):
     """--greedy wins over a beam size given with it: the model's greedy translations, which beam
     search changes for some sentences."""
     model, tokenizer = trained
-    sources = list(multi30k.text["val"]["src"][:40])
+    sources = unseen_sentences(40)
     greedy = translate("-c", ci_run, "--greedy", "-b", "5", *sources).stdout.decode().splitlines()
     assert greedy == Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
     assert greedy != translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines()
@@ -111,10 +112,9 @@ def test_overlong_sentence_is_truncated_with_a_warning(ci_run):
 def test_a_terminal_gets_each_translation_as_its_line_is_entered(ci_run):
     """Through a pty, as a person types: the first translation arrives before input ends."""
     import os
-    import pty
     import select
 
-    controller, terminal = pty.openpty()
+    controller, terminal = open_terminal()
     process = start_script(
         command("translate.py", "-c", ci_run, "--greedy"),
         stdin=terminal,

@@ -1,17 +1,16 @@
 """What training measures and stores at its evaluations (training/validation.py): the attention
 probes."""
 
-import gzip
-import os
 from pathlib import Path
 
 import pytest
 
-from helpers import run_train
+from helpers import TOY_CORPUS, TOY_DATA, run_train, toy_sentences
 from viz.attention_store import read_step
 
 QUICK = [
     "experiment=ci",
+    *TOY_DATA,
     "train.max_steps=10",
     "train.eval_every=10",
     "train.max_minutes=null",
@@ -21,24 +20,22 @@ QUICK = [
 
 
 @pytest.fixture(scope="module")
-def data_with_pieceless_val(multi30k_dir, tmp_path_factory) -> Path:
-    """Multi30k whose validation set starts with an empty sentence and one of a zero-width
+def data_with_pieceless_val(tmp_path_factory) -> Path:
+    """The toy corpus whose validation set starts with an empty sentence and one of a zero-width
     space (SentencePiece normalises it away), the first probes a run would take."""
-    folder = tmp_path_factory.mktemp("multi30k")
-    for name in ("train.de.gz", "train.en.gz"):
-        (folder / name).symlink_to(Path(multi30k_dir) / name)
+    folder = tmp_path_factory.mktemp("toy")
+    for name in ("train.de", "train.en"):
+        (folder / name).symlink_to(TOY_CORPUS / name)
     for lang in ("de", "en"):
-        with gzip.open(Path(multi30k_dir) / f"val.{lang}.gz", "rt", encoding="utf-8") as file:
-            lines = [next(file).rstrip("\n") for _ in range(20)]
+        lines = toy_sentences("val", lang)[:20]
         lines[0], lines[2] = ("", "\u200b") if lang == "de" else ("A reference.", "Another.")
-        (folder / f"val.{lang}.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+        (folder / f"val.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
 
 def test_validation_sentences_without_pieces_are_passed_over_as_probes(data_with_pieceless_val, tmp_path):
-    run_train(tmp_path, *QUICK, env={**os.environ, "MULTI30K_DIR": str(data_with_pieceless_val)})
-    with gzip.open(data_with_pieceless_val / "val.de.gz", "rt", encoding="utf-8") as file:
-        val = file.read().split("\n")
+    run_train(tmp_path, *QUICK, f"data.dir={data_with_pieceless_val}")
+    val = (data_with_pieceless_val / "val.de").read_text(encoding="utf-8").split("\n")
     stored = read_step(tmp_path, 10)
     assert [s["source"] for s in stored.sentences] == [val[1], val[3], val[4]]  # still three probes
     assert (
@@ -47,7 +44,7 @@ def test_validation_sentences_without_pieces_are_passed_over_as_probes(data_with
     )
 
 
-def test_a_given_probe_sentence_without_pieces_is_refused(multi30k_dir, tmp_path):
+def test_a_given_probe_sentence_without_pieces_is_refused(tmp_path):
     result = run_train(tmp_path, *QUICK, "train.attention_sentences=['Ein Hund.','\u200b']", check=False)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert (

@@ -7,7 +7,9 @@
     python translate.py -c exports/RUN --compute-type int8 -i input.de    # CTranslate2 (export.py)
 
 One output line per input line, in input order; an empty line stays empty. Typed at a
-terminal (or with --interactive), each line is translated as soon as it is entered.
+terminal (or with --interactive), each line is translated as soon as it is entered. A file or a
+pipe is translated a thousand lines at a time with a progress bar on stderr (where stderr is a
+terminal); Ctrl-C says how many lines were done, and leaves an -o file as it was.
 """
 
 import argparse
@@ -19,12 +21,14 @@ from itertools import islice
 from pathlib import Path
 from typing import TextIO
 
+from tqdm import tqdm
+
 from inference.api import ENGINES, load_translator
-from inference.contract import Translating
+from inference.contract import Progress, Translating
 from inference.translator import Translator
 from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
 from utils.device import pick_device
-from utils.errors import UserError
+from utils.errors import Stopped, UserError
 from utils.files import atomic_file
 from utils.text import utf8_lines
 
@@ -99,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("machine")
     run.add_argument("--batch-size", type=positive_int, default=64, help="sentences decoded together (default 64)")
     run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
-    run.add_argument("--threads", type=positive_int, help="CPU threads (default: the engine's choice)")
+    run.add_argument("--threads", type=positive_int, help="CPU cores to use (default: all this process may use)")
     run.add_argument(
         "--compute-type",
         default="default",
@@ -198,11 +202,49 @@ def run(args: argparse.Namespace) -> None:
     if interactive and sys.stdin.isatty():
         print("Type a sentence and press Enter; Ctrl-D ends.", file=sys.stderr)
 
-    with output_file(args.output) as out:
-        first = 1
-        while chunk := list(islice(lines, 1 if interactive else CHUNK)):
-            translate_chunk(translator, chunk, first, args, out)
-            first += len(chunk)
+    # lines in all, where they can be counted before translating: a pipe's total is unknown
+    total = len(args.sentences) if args.sentences else count_lines(args.input) if args.input else None
+    bar = tqdm(
+        total=total, unit=" lines", dynamic_ncols=True, disable=interactive or not sys.stderr.isatty(), leave=False
+    )
+    done = 0
+    try:
+        with output_file(args.output) as out:
+            while chunk := list(islice(lines, 1 if interactive else CHUNK)):
+                translate_chunk(translator, chunk, done + 1, args, out, bar.update)  # the bar moves by batch
+                done += len(chunk)
+                bar.update(done - bar.n)  # and the chunk's blank lines, which no batch holds
+    except KeyboardInterrupt:
+        bar.close()
+        of = f"{total:,}" if total else "the"
+        raise Interrupted(f"Ctrl-C after {done:,} of {of} lines; {kept(args.output)}") from None
+    bar.close()
+
+
+def kept(output: Path | None) -> str:
+    """What an interrupted translation left of its output (output_file writes a file whole or not at all)."""
+    if output is None or (output.exists() and not output.is_file()):
+        return "the translations of those were written"
+    return f"{output} is as it was" if output.exists() else f"{output} was not written"
+
+
+class Interrupted(Stopped):
+    """Ctrl-C while translating: how far it got (exit status 130)."""
+
+
+def count_lines(path: Path) -> int | None:
+    """The lines of a file (the last one need not end in a newline); None where it cannot be read
+    (the error is said when it is read) or is not a regular file (a pipe read twice loses lines)."""
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as file:
+            count, last = 0, b"\n"
+            while block := file.read(1 << 20):
+                count, last = count + block.count(b"\n"), block[-1:]
+            return count + (last != b"\n")
+    except OSError:
+        return None
 
 
 @contextmanager
@@ -228,10 +270,10 @@ def output_file(path: Path | None) -> Iterator[TextIO]:
 
 
 def translate_chunk(
-    translator: Translating, chunk: list[str], first: int, args: argparse.Namespace, out: TextIO
+    translator: Translating, chunk: list[str], first: int, args: argparse.Namespace, out: TextIO, progress: Progress
 ) -> None:
     """Translate and write one chunk of lines; `first` is the number of its first line."""
-    nbest = translator.translate_nbest(chunk, args.n_best)
+    nbest = translator.translate_nbest(chunk, args.n_best, progress)
     for number, hypotheses in enumerate(nbest, start=first):
         if args.n_best == 1:
             out.write((hypotheses[0][0] if hypotheses else "") + "\n")

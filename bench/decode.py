@@ -1,5 +1,5 @@
 """Decoding speed and quality per engine: ours (PyTorch, fp32, bf16 and int8) and CTranslate2
-(float32 and int8), greedy and beam search, side by side.
+(float32 and int8), greedy and beam search, and how each uses the cores, side by side.
 
     .venv/bin/python bench/decode.py -c runs/RUN [--split test_2016_flickr] [--beam-size 5] [--threads 2]
 
@@ -8,12 +8,18 @@ does), then measures each engine in a process of its own, so that no engine's th
 caches touch another's: after a warm-up it translates the whole split (from $MULTI30K_DIR),
 greedy and with beam search, and reports sentences/s, target pieces/s (each output re-encoded,
 </s> counted, the same count for every engine) and sacreBLEU. Ours also runs once without its
-key/value cache, which must translate identically. Prints a table and writes
-bench/results/decode.json with the commit and CPU.
+key/value cache, which must translate identically.
+
+Each engine runs in each layout of the cores (--threads N): N workers each decoding whole
+batches on one core (the default: CTranslate2's inter_threads, our worker processes), N threads
+on each batch (CTranslate2's intra_threads, torch's threads), and one thread. Beside the whole
+split, the latency of one sentence at a time (the median of the split's first 30, as someone
+typing meets it). Prints a table and writes bench/results/decode.json with the commit and CPU.
 """
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,10 +27,11 @@ import time
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, checkpoint_and_split, split_text, write_result  # noqa: E402
-from utils.device import cpu_description, native_bf16  # noqa: E402
+from utils.device import cpu_description, native_bf16, usable_cores  # noqa: E402
 
 ENGINES = {  # name: (engine, export quantization or None, compute type)
     "ours fp32": ("minitrans", None, "float32"),
@@ -33,6 +40,18 @@ ENGINES = {  # name: (engine, export quantization or None, compute type)
     "CTranslate2 float32": ("ctranslate2", "float32", "default"),
     "CTranslate2 int8": ("ctranslate2", "int8", "default"),
 }
+
+
+def layouts(threads: int) -> dict[str, dict]:
+    """How an engine may use `threads` cores: name -> load_translator's threads settings; the
+    first is the default layout (translate.py's and the API's)."""
+    if threads == 1:
+        return {"1 thread": {"threads": 1}}
+    return {
+        f"{threads} batches side by side": {"threads": threads, "threads_per_batch": 1},
+        f"{threads} threads on each batch": {"threads": threads, "threads_per_batch": threads},
+        "1 thread": {"threads": 1},
+    }
 
 
 def measure_engine(
@@ -46,36 +65,48 @@ def measure_engine(
     beam_size: int,
     threads: int,
 ) -> dict:
-    """In this process: one engine's greedy and beam rows (and ours without the cache)."""
+    """In this process: one engine's greedy and beam rows in each layout (and ours without the cache)."""
     from inference import load_translator
     from inference.scoring import score_translations
 
-    torch.set_num_threads(threads)
     text = split_text(src_lang, tgt_lang, split, sentences)
     sources, references = list(text["src"]), list(text["tgt"])
     rows = {}
-    settings = [("greedy", 1, True), (f"beam {beam_size}", beam_size, True)]
-    if engine == "minitrans" and compute_type == "float32":
-        settings += [("greedy, no cache", 1, False), (f"beam {beam_size}, no cache", beam_size, False)]
-    for name, beam, cache in settings:
-        translator = load_translator(path, engine, compute_type=compute_type, threads=threads, beam_size=beam)
-        if not cache:  # ours only: the decoder re-run over the prefix, to measure what the cache saves
-            translator.use_cache = False
-        translator.translate(sources[:64])  # warm-up: first-call allocations and kernel choices
-        start = time.perf_counter()
-        outputs = translator.translate(sources)
-        seconds = time.perf_counter() - start
-        pieces = sum(len(ids) + 1 for ids in translator.tokenizer.encode_tgt(outputs))
-        rows[name] = {
-            "seconds": round(seconds, 2),
-            "sentences_per_sec": round(len(sources) / seconds, 1),
-            "tokens_per_sec": round(pieces / seconds, 1),
-            "bleu": round(score_translations(outputs, references).bleu, 2),
-            "outputs": outputs,
-        }
-    for beam in ("greedy", f"beam {beam_size}"):
-        if f"{beam}, no cache" in rows:
-            assert rows[beam]["outputs"] == rows[f"{beam}, no cache"]["outputs"], f"{beam}: the cache changed it"
+    for layout_name, layout in layouts(threads).items():
+        settings = [("greedy", 1, True), (f"beam {beam_size}", beam_size, True)]
+        if engine == "minitrans" and compute_type == "float32" and layout_name == next(iter(layouts(threads))):
+            settings += [("greedy, no cache", 1, False), (f"beam {beam_size}, no cache", beam_size, False)]
+        for name, beam, cache in settings:
+            translator = load_translator(path, engine, compute_type=compute_type, beam_size=beam, **layout)
+            if not cache:  # ours only: the decoder re-run over the prefix, to measure what the cache saves
+                translator.use_cache = False
+            # warm-up, several batches: first-call allocations, kernel choices, workers started
+            translator.translate(sources[:256])
+            start = time.perf_counter()
+            # at a terminal, a bar (stderr is the terminal's: the parent reads only stdout)
+            bar = tqdm(total=len(sources), desc=f"{layout_name}, {name}", disable=not sys.stderr.isatty(), leave=False)
+            outputs = translator.translate(sources, progress=bar.update)
+            bar.close()
+            seconds = time.perf_counter() - start
+            pieces = sum(len(ids) + 1 for ids in translator.tokenizer.encode_tgt(outputs))
+            row = {
+                "seconds": round(seconds, 2),
+                "sentences_per_sec": round(len(sources) / seconds, 1),
+                "tokens_per_sec": round(pieces / seconds, 1),
+                "bleu": round(score_translations(outputs, references).bleu, 2),
+                "outputs": outputs,
+            }
+            if cache and beam == beam_size:  # one sentence at a time, as typed
+                latencies = []
+                for sentence in sources[:30]:
+                    start = time.perf_counter()
+                    translator.translate([sentence])
+                    latencies.append(time.perf_counter() - start)
+                row["one_sentence_ms"] = round(1000 * statistics.median(latencies), 1)
+            rows[f"{layout_name}, {name}"] = row
+        for beam in ("greedy", f"beam {beam_size}"):
+            if f"{layout_name}, {beam}, no cache" in rows:
+                assert rows[f"{layout_name}, {beam}"]["outputs"] == rows[f"{layout_name}, {beam}, no cache"]["outputs"]
     return rows
 
 
@@ -85,7 +116,7 @@ def main() -> None:
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--sentences", type=int, help="the split's first N sentences only (default: all)")
     parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=usable_cores(), help="cores (default: all this process may use)")
     parser.add_argument("--out", type=Path, default=RESULTS / "decode.json")
     parser.add_argument(
         "--child", nargs=5, metavar=("PATH", "ENGINE", "COMPUTE_TYPE", "SRC", "TGT"), help=argparse.SUPPRESS
@@ -138,31 +169,34 @@ def main() -> None:
                     str(args.threads),
                     *(["--sentences", str(args.sentences)] if args.sentences else []),
                 ],
-                capture_output=True,
+                stdout=subprocess.PIPE,
                 text=True,
             )
             if done.returncode != 0:
-                sys.exit(f"{name} failed:\n{done.stderr[-3000:]}")
+                sys.exit(f"{name} failed (its error is above)")
             rows = json.loads(done.stdout.strip().splitlines()[-1])
             for setting, row in rows.items():
                 outputs[name, setting] = row.pop("outputs")
                 results[f"{name}, {setting}"] = row
+                latency = f"  one sentence {row['one_sentence_ms']:.1f} ms" if "one_sentence_ms" in row else ""
                 print(
-                    f"{name + ', ' + setting:<34} {row['sentences_per_sec']:>7.1f} sent/s "
-                    f"{row['tokens_per_sec']:>8.1f} tok/s  BLEU {row['bleu']:.2f}",
+                    f"{name + ', ' + setting:<58} {row['sentences_per_sec']:>7.1f} sent/s "
+                    f"{row['tokens_per_sec']:>8.1f} tok/s  BLEU {row['bleu']:.2f}{latency}",
                     flush=True,
                 )
-    for setting in ("greedy", f"beam {args.beam_size}"):  # how many translations each engine shares with ours
-        ours = outputs["ours fp32", setting]
-        for name in (name for name in ENGINES if (name, setting) in outputs):
-            same = sum(a == b for a, b in zip(ours, outputs[name, setting]))
-            results[f"{name}, {setting}"]["same_as_ours_fp32"] = same
     beam = f"beam {args.beam_size}"
-    ratio = round(
-        results[f"CTranslate2 int8, {beam}"]["sentences_per_sec"] / results[f"ours fp32, {beam}"]["sentences_per_sec"],
-        2,
-    )
-    print(f"{beam}: CTranslate2 int8 is {ratio}x ours fp32")
+    default = next(iter(layouts(args.threads)))
+    ours = {search: outputs["ours fp32", f"{default}, {search}"] for search in ("greedy", beam)}
+    for (name, setting), translated in outputs.items():  # how many translations each shares with ours fp32
+        search = beam if beam in setting else "greedy"
+        results[f"{name}, {setting}"]["same_as_ours_fp32"] = sum(a == b for a, b in zip(ours[search], translated))
+    speed = {  # each engine in its default layout
+        name: results[f"{name}, {default}, {beam}"]["sentences_per_sec"]
+        for name in ENGINES
+        if f"{name}, {default}, {beam}" in results
+    }
+    ratio = round(speed["CTranslate2 int8"] / speed["ours fp32"], 2)
+    print(f"{beam}: CTranslate2 int8 is {ratio}x ours fp32 (each engine as translate.py runs it)")
     write_result(
         args.out,
         {
@@ -171,6 +205,7 @@ def main() -> None:
             "split": args.split,
             "sentences": len(text),
             "ct2_int8_over_ours_fp32_beam": ratio,
+            "default_layout": default,
             "settings": results,
         },
     )

@@ -24,7 +24,7 @@ from inference.ct2_translator import CTranslate2Translator, is_export
 from inference.quantize import quantize_int8
 from inference.search_config import SearchConfig
 from inference.translator import Translator
-from utils.device import cpu_description, native_bf16
+from utils.device import cpu_description, native_bf16, usable_cores
 from utils.errors import UserError
 
 ENGINES = ("auto", "minitrans", "ctranslate2")
@@ -36,6 +36,7 @@ def load_translator(
     device: str | torch.device = "cpu",
     compute_type: str = "default",
     threads: int = 0,
+    threads_per_batch: int = 1,
     **search,
 ) -> Translating:
     """A translator for `path`: with engine "minitrans" this project's PyTorch decoder on a
@@ -43,7 +44,11 @@ def load_translator(
     written by export.py; "auto" picks by what `path` is. `compute_type` "int8" gives either
     engine int8 weights (ours: inference/quantize.py; CTranslate2 quantizes a float32 export as it
     loads); "bfloat16" runs ours under bf16 autocast where the hardware has bf16; "default" the
-    weights as saved. `threads` 0: the engine's choice; `search`: SearchConfig's settings."""
+    weights as saved. `threads`: the CPU cores to use (0: all this process may use), in groups
+    of `threads_per_batch` that each decode whole batches when a call has several (either engine:
+    ours in worker processes, which hold the model as it is at their first use; 1 a batch a core,
+    measured fastest for this project's models in bench/decode.py); one batch alone (a typed
+    sentence) is decoded on all of them. `search`: SearchConfig's settings."""
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r}: choose {', '.join(ENGINES)}")
     if search.get("beam_size") == 1 and "length_penalty" in search:
@@ -65,6 +70,7 @@ def load_translator(
             device_index=device.index or 0,
             compute_type=compute_type,
             threads=threads,
+            threads_per_batch=threads_per_batch,
         )
     if exported:
         raise UserError(f"{path} is a CTranslate2 export: translate it with the ctranslate2 engine")
@@ -79,9 +85,13 @@ def load_translator(
             f"({cpu_description() if device.type == 'cpu' else device}): emulated, it would be many "
             "times slower than float32; use float32 or int8"
         )
-    if threads:
-        torch.set_num_threads(threads)
+    cores = threads or usable_cores()
+    torch.set_num_threads(cores)  # one batch (a typed sentence) is decoded on all of them
     model, tokenizer, _ = load_for_inference(path, device)
     if compute_type == "int8":
         model = quantize_int8(model)
-    return Translator(model, tokenizer, settings, bf16=compute_type == "bfloat16")
+    per_batch = min(threads_per_batch, cores)
+    workers = cores // per_batch if device.type == "cpu" else 1  # a GPU decodes one batch at a time
+    return Translator(
+        model, tokenizer, settings, bf16=compute_type == "bfloat16", workers=workers, threads_per_worker=per_batch
+    )

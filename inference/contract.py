@@ -3,11 +3,14 @@ translate.py, the Python API and training use, and the behaviour both engines sh
 once here: blank in, empty out; sources cut to the model's positions and counted; length-sorted
 batches; one line per translation."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from data import Tokenizer
 from inference.search_config import SearchConfig
+
+# Called as each batch is translated, with the number of its sentences (a progress bar's update)
+Progress = Callable[[int], object] | None
 
 
 @runtime_checkable
@@ -22,10 +25,13 @@ class Translating(Protocol):
     def max_len(self) -> int:
         """Longest source (in pieces) the model reads; longer ones are truncated."""
 
-    def translate(self, sentences: Sequence[str]) -> list[str]:
-        """One translation per sentence, in input order; blank input gives an empty string."""
+    def translate(self, sentences: Sequence[str], progress: Progress = None) -> list[str]:
+        """One translation per sentence, in input order; blank input gives an empty string.
+        `progress(n)` is called as each batch of n sentences is done."""
 
-    def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
+    def translate_nbest(
+        self, sentences: Sequence[str], n_best: int, progress: Progress = None
+    ) -> list[list[tuple[str, float]]]:
         """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
 
 

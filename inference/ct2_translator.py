@@ -7,6 +7,11 @@ beam size and length penalty (score = log_prob / length ** alpha), no <unk>, <pa
 produced, and outputs cut at max_len_ratio * source pieces + max_len_extra (CTranslate2 takes one
 limit per batch, the longest source's, over length-sorted batches as ours; each output is then
 cut to its own limit, so greedy outputs that run to the limit end where ours do).
+
+The cores are used by batch: `threads` workers (CTranslate2's inter_threads) each decode whole
+batches on one core, the batches submitted at once and their results read in order; for a model
+this small, threads sharing one batch (intra_threads) mostly wait on each other (bench/decode.py
+measures both layouts). The output is the same whatever the number of workers.
 """
 
 import json
@@ -16,10 +21,11 @@ from pathlib import Path
 import torch
 
 from data import Tokenizer
-from inference.contract import length_sorted_batches, one_line, source_ids
+from inference.contract import Progress, length_sorted_batches, one_line, source_ids
 from inference.ct2_export import MANIFEST
 from inference.search_config import SearchConfig
 from model.search import length_limits
+from utils.device import usable_cores
 from utils.errors import UserError
 
 
@@ -30,7 +36,9 @@ def is_export(path: str | Path) -> bool:
 class CTranslate2Translator:
     """Translates batches of sentences with CTranslate2, searching as `search` says; `device` is
     "cpu" or "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's (default:
-    the weights' own type; int8 quantizes on load)."""
+    the weights' own type; int8 quantizes on load); `threads` the CPU cores to use (0: all this
+    process may use), `threads_per_batch` of them on each batch (1: a batch per core, measured
+    fastest for this project's models; bench/decode.py tries the others)."""
 
     def __init__(
         self,
@@ -40,6 +48,7 @@ class CTranslate2Translator:
         device_index: int = 0,
         compute_type: str = "default",
         threads: int = 0,
+        threads_per_batch: int = 1,
     ) -> None:
         try:
             import ctranslate2
@@ -62,15 +71,23 @@ class CTranslate2Translator:
                 "export it again with: python export.py -c RUN DIR --force"
             ) from None
         self.search = search.fits(self.max_len)
+        cores = threads or usable_cores()
+        per_batch = min(threads_per_batch, cores)
+        workers = cores // per_batch if device == "cpu" else 1  # a GPU takes one batch at a time
         try:
             self.engine = ctranslate2.Translator(
-                str(folder), device=device, device_index=device_index, compute_type=compute_type, intra_threads=threads
+                str(folder),
+                device=device,
+                device_index=device_index,
+                compute_type=compute_type,
+                inter_threads=workers,
+                intra_threads=per_batch,
             )
         except Exception as e:  # noqa: BLE001 - a corrupt model.bin fails with RuntimeError, ValueError, IndexError...
             raise UserError(f"CTranslate2 cannot load {folder}: {one_line(str(e)) or type(e).__name__}") from None
         self.truncated = 0
 
-    def _search(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[list[str], float]]]:
+    def _search(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[list[str], float]]]:
         """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
         ids, self.truncated = source_ids(self.tokenizer, sentences, self.max_len)
         sources = [[self.tokenizer.src.id_to_piece(i) for i in x] for x in ids]
@@ -79,27 +96,44 @@ class CTranslate2Translator:
         limits = length_limits(
             torch.tensor([len(pieces) for pieces in sources]), search.max_len_ratio, search.max_len_extra, self.max_len
         ).tolist()  # ours, per sentence
-        for chunk in length_sorted_batches(sources, search.batch_size):
-            found = self.engine.translate_batch(
-                [sources[i] for i in chunk],
-                beam_size=search.beam_size,
-                num_hypotheses=n_best,
-                length_penalty=search.length_penalty,
-                max_decoding_length=limits[chunk[-1]],
-                return_scores=True,
-                disable_unk=True,
-                suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]],
+        # every batch submitted at once (asynchronous), the longest first: the engine's workers
+        # take them in turn, and none is left with a long one at the end while the others idle
+        submitted = [
+            (
+                chunk,
+                self.engine.translate_batch(
+                    [sources[i] for i in chunk],
+                    beam_size=search.beam_size,
+                    num_hypotheses=n_best,
+                    length_penalty=search.length_penalty,
+                    max_decoding_length=limits[chunk[-1]],  # the batch's own limit, as one worker would
+                    return_scores=True,
+                    disable_unk=True,
+                    suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]],
+                    asynchronous=True,
+                ),
             )
-            for i, result in zip(chunk, found):
+            for chunk in reversed(list(length_sorted_batches(sources, search.batch_size)))
+        ]
+        for chunk, found in submitted:  # read in the order sent: about the order they finish
+            for i, waiting in zip(chunk, found):
+                result = waiting.result()
                 # the batch's limit is its longest source's: each output is cut to its own
                 results[i] = [(pieces[: limits[i]], score) for pieces, score in zip(result.hypotheses, result.scores)]
+            if progress:
+                progress(len(chunk))
         return results
 
     def _text(self, pieces: list[str]) -> str:
         return one_line(self.tokenizer.tgt.decode_pieces(pieces))
 
-    def translate(self, sentences: Sequence[str]) -> list[str]:
-        return [self._text(hyps[0][0]) if hyps else "" for hyps in self._search(sentences, 1)]
+    def translate(self, sentences: Sequence[str], progress: Progress = None) -> list[str]:
+        return [self._text(hyps[0][0]) if hyps else "" for hyps in self._search(sentences, 1, progress)]
 
-    def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
-        return [[(self._text(pieces), score) for pieces, score in hyps] for hyps in self._search(sentences, n_best)]
+    def translate_nbest(
+        self, sentences: Sequence[str], n_best: int, progress: Progress = None
+    ) -> list[list[tuple[str, float]]]:
+        return [
+            [(self._text(pieces), score) for pieces, score in hyps]
+            for hyps in self._search(sentences, n_best, progress)
+        ]

@@ -2,18 +2,34 @@
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
 from data import Tokenizer
 from data.batching import pad
 from inference.attention import SentenceAttention, collect_attention
-from inference.contract import length_sorted_batches, one_line, source_ids
+from inference.contract import Progress, length_sorted_batches, one_line, source_ids
 from inference.search_config import SearchConfig
+from inference.workers import BatchWorkers
 from model import Transformer
 from model.search import Hypothesis, beam_search, greedy_search, output_limits
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch's search, whole: what a worker process needs besides the model."""
+
+    sources: list[list[int]]  # source piece ids, sorted by length, none empty
+    search: SearchConfig
+    n_best: int
+    use_cache: bool
+
+    def cost(self) -> float:
+        """About how long it takes to decode: sentences times the longest's pieces."""
+        return len(self.sources) * len(self.sources[-1])
 
 
 class Translator:
@@ -24,6 +40,10 @@ class Translator:
         use_cache: decode on the key/value cache (False only to measure or check it).
         bf16: decode under bf16 autocast (the matmuls in bfloat16, scores still in float32):
             faster where the hardware has bf16 (utils/device.native_bf16), emulated elsewhere.
+        workers: CPU processes that decode whole batches side by side when a call has more than
+            one batch (inference/workers.py), each on `threads_per_worker` cores; 1 decodes in
+            this process, on torch's threads. A single batch (a typed sentence) is always
+            decoded here.
     """
 
     def __init__(
@@ -33,11 +53,14 @@ class Translator:
         search: SearchConfig = SearchConfig(),
         use_cache: bool = True,
         bf16: bool = False,
+        workers: int = 1,
+        threads_per_worker: int = 1,
     ) -> None:
         self.search = search.fits(model.cfg.max_len)
         self.model, self.tokenizer = model, tokenizer
         self.use_cache = use_cache  # False re-runs the decoder over the prefix (benchmarks, checks)
         self.bf16 = bf16
+        self.workers = BatchWorkers(self.find_batch, workers, threads_per_worker) if workers > 1 else None
         self.truncated = 0  # sources cut to the model's max_len by the last call
         self.last_hypotheses: list[list[Hypothesis]] = []  # of the last call, in input order
 
@@ -60,40 +83,56 @@ class Translator:
         return ids
 
     @torch.no_grad()
-    def find(self, src_ids: Sequence[list[int]], n_best: int = 1) -> list[list[Hypothesis]]:
-        """The n_best hypotheses of each source id list, best first; an empty source gets none."""
-        results: list[list[Hypothesis]] = [[] for _ in src_ids]
-        search = self.search
+    def find_batch(self, batch: Batch) -> list[list[Hypothesis]]:
+        """The n_best hypotheses of each of a batch's sources (none empty), best first."""
+        search = batch.search
         with self.model.evaluating(), torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            for chunk in length_sorted_batches(src_ids, search.batch_size):
-                src = pad([src_ids[i] for i in chunk]).to(self.device)
-                max_len = output_limits(self.model, src, search.max_len_ratio, search.max_len_extra)  # (B,)
-                if search.beam_size == 1:
-                    found = [[h] for h in greedy_search(self.model, src, max_len, self.use_cache)]
-                else:
-                    found = beam_search(
-                        self.model, src, search.beam_size, max_len, search.length_penalty, n_best, self.use_cache
-                    )
-                for i, hypotheses in zip(chunk, found):
-                    results[i] = hypotheses
+            src = pad(batch.sources).to(self.device)  # (B, S)
+            max_len = output_limits(self.model, src, search.max_len_ratio, search.max_len_extra)  # (B,)
+            if search.beam_size == 1:
+                return [[h] for h in greedy_search(self.model, src, max_len, batch.use_cache)]
+            return beam_search(
+                self.model, src, search.beam_size, max_len, search.length_penalty, batch.n_best, batch.use_cache
+            )
+
+    def find(self, src_ids: Sequence[list[int]], n_best: int = 1, progress: Progress = None) -> list[list[Hypothesis]]:
+        """The n_best hypotheses of each source id list, best first; an empty source gets none.
+        `progress(n)` is called as each batch of n sources is done."""
+        chunks = list(length_sorted_batches(src_ids, self.search.batch_size))
+        batches = [Batch([src_ids[i] for i in chunk], self.search, n_best, self.use_cache) for chunk in chunks]
+        done = (lambda batch: progress(len(batch.sources))) if progress else None
+        if self.workers is not None and len(batches) > 1:
+            found = self.workers.map(batches, cost=Batch.cost, done=done)
+        else:
+            found = []
+            for batch in batches:
+                found.append(self.find_batch(batch))
+                if done:
+                    done(batch)
+        results: list[list[Hypothesis]] = [[] for _ in src_ids]
+        for chunk, hypotheses in zip(chunks, found):
+            for i, hyps in zip(chunk, hypotheses):
+                results[i] = hyps
         self.last_hypotheses = results
         return results
 
-    def translate_ids(self, src_ids: Sequence[list[int]]) -> list[list[int]]:
+    def translate_ids(self, src_ids: Sequence[list[int]], progress: Progress = None) -> list[list[int]]:
         """Target ids (no bos/eos) of the best hypothesis for each source; [] for an empty one."""
-        return [hyps[0].tokens if hyps else [] for hyps in self.find(src_ids)]
+        return [hyps[0].tokens if hyps else [] for hyps in self.find(src_ids, progress=progress)]
 
     def decode(self, ids: list[list[int]]) -> list[str]:
         """Target ids -> one line of text each (`one_line`)."""
         return [one_line(text) for text in self.tokenizer.decode_tgt(ids)]
 
-    def translate(self, sentences: Sequence[str]) -> list[str]:
+    def translate(self, sentences: Sequence[str], progress: Progress = None) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string."""
-        return self.decode(self.translate_ids(self.source_ids(sentences)))
+        return self.decode(self.translate_ids(self.source_ids(sentences), progress))
 
-    def translate_nbest(self, sentences: Sequence[str], n_best: int) -> list[list[tuple[str, float]]]:
+    def translate_nbest(
+        self, sentences: Sequence[str], n_best: int, progress: Progress = None
+    ) -> list[list[tuple[str, float]]]:
         """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
-        found = self.find(self.source_ids(sentences), n_best)
+        found = self.find(self.source_ids(sentences), n_best, progress)
         return [
             list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else [] for hyps in found
         ]

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from data.batching import pad
-from helpers import SENTENCES, run_script, tiny_model, toy_sentences
+from helpers import SENTENCES, run_script, tiny_model, toy_sentences, unseen_sentences
 from inference import load_translator
 from inference.contract import Translating
 from inference.ct2_export import export_ctranslate2
@@ -201,3 +201,19 @@ def test_an_earlier_export_is_replaced_only_by_a_whole_new_one(ci_run, exported,
     again = run_script("export.py", "-c", ci_run, exported / "float32", "--force").stdout  # an export is replaced
     assert "wrote" in again and (exported / "float32" / "model.bin").is_file()
     assert not [p for p in exported.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_batches_decoded_side_by_side_translate_as_one_worker(exported, beam_size):
+    """Two workers each decoding whole batches (the default on two cores), or two threads on each
+    batch: the same translations and scores as one worker, in the input's order, across many
+    batches of unequal lengths."""
+    sources = unseen_sentences(100) + toy_sentences() + SENTENCES
+    search = SearchConfig(beam_size=beam_size, batch_size=8)
+    one = CTranslate2Translator(exported / "float32", search, threads=1).translate_nbest(sources, 1)
+    assert CTranslate2Translator(exported / "float32", search, threads=2).translate_nbest(sources, 1) == one
+    shared = CTranslate2Translator(exported / "float32", search, threads=2, threads_per_batch=2).translate_nbest(
+        sources, 1
+    )  # one batch's sums split between threads: the same words, scores equal to rounding
+    assert [hyps[0][0] if hyps else "" for hyps in shared] == [hyps[0][0] if hyps else "" for hyps in one]
+    assert [h[0][1] if h else 0.0 for h in shared] == pytest.approx([h[0][1] if h else 0.0 for h in one], abs=1e-4)

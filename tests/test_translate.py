@@ -1,8 +1,11 @@
 """translate.py as a user runs it: arguments, stdin, files, a terminal, attention, errors."""
 
+import re
+import signal
 import subprocess
+from collections.abc import Callable
 
-from helpers import SENTENCES, run_script, start_script, unseen_sentences
+from helpers import SENTENCES, run_script, start_script, toy_sentences, unseen_sentences
 from helpers.commands import command
 from helpers.terminal import open_terminal
 from inference.search_config import SearchConfig
@@ -148,3 +151,72 @@ def test_silencing_every_cross_attention_head_cuts_the_decoder_off_the_source(ci
     assert len(set(blind)) == 1  # ...but not without cross-attention: one output for all
     one_head = translate("-c", ci_run, "--greedy", "--mask-heads", "cross:2:1", *SENTENCES).stdout.decode()
     assert len(one_head.splitlines()) == len(SENTENCES)
+
+
+def stderr_on_a_terminal(
+    args: list, stdin=None, until: Callable[[str], bool] | None = None, signum: int | None = None
+) -> tuple[int, str]:
+    """translate.py with standard error on a pty (standard output where `args` say): its exit
+    status and what the terminal showed; `signum` is sent once `until(shown)` holds."""
+    import os
+    import select
+
+    controller, terminal = open_terminal()
+    process = start_script(
+        command("translate.py", *args),
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=terminal,
+        # Ctrl-C as at a shell's prompt: a pytest-xdist worker ignores SIGINT, and so would its children
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    os.close(terminal)
+    shown = b""
+    while True:
+        if select.select([controller], [], [], 0.2)[0]:
+            try:
+                shown += os.read(controller, 4096)
+            except OSError:  # the other end closed: the command ended
+                break
+        if until is not None and until(shown.decode(errors="replace")):
+            process.send_signal(signum)
+            until = None
+        if process.poll() is not None and not select.select([controller], [], [], 0.2)[0]:
+            break
+    os.close(controller)
+    return process.wait(timeout=60), shown.decode(errors="replace").replace("\r", "\n")
+
+
+def counts(shown: str, total: str = "") -> list[int]:
+    """The lines-done counts a progress bar showed, in order: "1234/3000" with a total, "1234 lines" without."""
+    return [int(n) for n in re.findall(rf"(\d+)/{total}" if total else r"(\d+) lines \[", shown)]
+
+
+def test_a_file_shows_a_progress_bar_on_a_terminal_and_ctrl_c_says_how_far_it_got(ci_run, tmp_path):
+    """The bar counts the lines of -i FILE up front and moves batch by batch, two worker processes
+    decoding (--threads 2); a pipe gets a count without a total; Ctrl-C, with the workers busy,
+    says how many lines were done and leaves -o's earlier file as it was."""
+    lines = toy_sentences() * 30  # 3,000 lines: three chunks of a thousand, 47 batches each
+    (tmp_path / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ["-c", ci_run, "--greedy", "--threads", "2", "-i", tmp_path / "in.de", "-o", tmp_path / "out.en"]
+    status, shown = stderr_on_a_terminal(args)
+    done = counts(shown, "3000")
+    assert status == 0 and "lines/s" in shown and len(set(done)) > 3 and done == sorted(done), shown
+    assert (tmp_path / "out.en").read_text(encoding="utf-8").splitlines() == translate(
+        "-c", ci_run, "--greedy", "--threads", "1", "-i", tmp_path / "in.de"
+    ).stdout.decode().splitlines()  # the workers' translations, in order, are one process's
+    assert translate(*args).stderr == b""  # standard error not a terminal: no bar
+
+    with open(tmp_path / "in.de", "rb") as pipe:  # a pipe: lines counted as they go, no total
+        status, shown = stderr_on_a_terminal(["-c", ci_run, "--greedy"], stdin=pipe)
+    assert status == 0 and "/3000" not in shown and len(set(counts(shown))) > 3, shown
+
+    (tmp_path / "out.en").write_text("earlier\n")
+    status, shown = stderr_on_a_terminal(
+        args, until=lambda shown: any(n >= 1000 for n in counts(shown, "3000")), signum=signal.SIGINT
+    )
+    assert status == 130 and "Traceback" not in shown, shown
+    last = shown.strip().splitlines()[-1]
+    said = rf"stopped by Ctrl-C after [12],000 of 3,000 lines; {re.escape(str(tmp_path / 'out.en'))} is as it was"
+    assert re.fullmatch(said, last), last
+    assert (tmp_path / "out.en").read_text() == "earlier\n"

@@ -142,3 +142,23 @@ def test_evaluation_helpers_give_back_training_mode(trained, toy):
     teacher_forced_loss(model, loader, torch.device("cpu"), lambda: torch.autocast("cpu", enabled=False))
     assert model.training
     model.eval()
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_batches_decoded_by_worker_processes_translate_as_one_process(trained, beam_size):
+    """Two worker processes each decoding whole batches (the CPU default on two cores): the same
+    hypotheses and scores as this process alone, in the input's order, across many batches of
+    unequal lengths (blank lines among them); the progress callback counts every sentence once."""
+    model, tokenizer = trained
+    sources = unseen_sentences(60) + ["", *toy_sentences()[:50], "  "] + SENTENCES
+    search = SearchConfig(beam_size=beam_size, batch_size=8)
+    alone = Translator(model, tokenizer, search).translate_nbest(sources, 2 if beam_size > 1 else 1)
+    pooled = Translator(model, tokenizer, search, workers=2)
+    counted: list[int] = []
+    try:
+        assert pooled.translate_nbest(sources, 2 if beam_size > 1 else 1, progress=counted.append) == alone
+        assert pooled.workers is not None and pooled.workers.pool is not None  # the workers did decode
+        assert sum(counted) == len(sources) - 2 and len(counted) > 2  # one call a batch; blanks in none
+        assert pooled.translate(SENTENCES[:1]) == [alone[len(sources) - len(SENTENCES)][0][0]]  # one batch: here
+    finally:
+        pooled.workers.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from datasets import DatasetDict
 from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
 
 from analysis.head_importance import Measure, head_importance, importance_table, log_head_importance
 from inference.contract import Translating
@@ -49,9 +50,13 @@ def test_scores(
     translations written to `run_dir`/{split}.hyp.{tgt_lang}."""
     results = {}
     for split in (s for s in text if s not in ("train", "val")):
+        sources, refs = list(text[split]["src"]), list(text[split]["tgt"])
+        # beam search over a test set takes a while: a bar at a terminal, gone when done
+        bar = tqdm(total=len(sources), desc=split, unit=" sentences", disable=not sys.stderr.isatty(), leave=False)
         t0 = clock()
-        hyps, refs = translator.translate(list(text[split]["src"])), list(text[split]["tgt"])
+        hyps = translator.translate(sources, progress=bar.update)
         seconds = clock() - t0
+        bar.close()
         scores = score_translations(hyps, refs)
         results[split] = {
             **dataclasses.asdict(scores),

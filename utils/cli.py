@@ -62,6 +62,6 @@ def run_command(run: Callable[[], None], continue_with: Callable[[], str] | None
         return 1
     except (Stopped, KeyboardInterrupt) as e:  # KeyboardInterrupt: a Ctrl-C nothing caught before
         said = f"stopped by {e}" if isinstance(e, Stopped) else "interrupted"
-        print(f"\n{said}; continue with: {continue_with()}" if continue_with else "", file=sys.stderr)
+        print(f"\n{said}" + (f"; continue with: {continue_with()}" if continue_with else ""), file=sys.stderr)
         return e.exit_code if isinstance(e, Stopped) else 130
     return 0

@@ -162,11 +162,11 @@ def beam_search(
 
         # 1. finish the eos candidates that rank within the best K of the step
         ending = (ends[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
-        if ending:
-            prefixes = history[:, 1:].tolist()
+        if ending:  # read as Python lists once: indexing a tensor element by element is slow
+            prefixes, beams, scores = history[:, 1:].tolist(), cand_beam.tolist(), cand_scores.tolist()
             for row, rank in ending:
-                prefix = prefixes[row * k + int(cand_beam[row, rank])]
-                log_prob = float(cand_scores[row, rank])
+                prefix = prefixes[row * k + beams[row][rank]]
+                log_prob = scores[row][rank]
                 length = len(prefix) + 1
                 finished[active[row]].append(Hypothesis(prefix, log_prob / length**length_penalty, log_prob))
 
@@ -181,18 +181,19 @@ def beam_search(
 
         # 3. sentences that are done leave the batch
         best_possible = (beam_scores.max(1).values / (limits + 1).float() ** length_penalty).tolist()  # (n,)
-        done = []
+        limit_of = limits.tolist()
+        done = set()
         for row in range(n):
             hyps = finished[active[row]]
             ranked = sorted((h.score for h in hyps), reverse=True)
             if (
                 len(hyps) >= k
-                or step >= int(limits[row])
+                or step >= limit_of[row]
                 or (len(ranked) >= n_best and ranked[n_best - 1] >= best_possible[row])
             ):
-                done.append(row)
+                done.add(row)
         if done:
-            live = [row for row in range(n) if row not in set(done)]
+            live = [row for row in range(n) if row not in done]
             if not live:
                 break
             live_t = torch.tensor(live, device=device)

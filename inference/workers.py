@@ -14,6 +14,7 @@ in the order asked.
 
 import multiprocessing
 import signal
+import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.pool import Pool
 from typing import Any
@@ -54,6 +55,9 @@ class BatchWorkers:
             self.pool = multiprocessing.get_context("fork").Pool(
                 self.workers, initializer=_start_worker, initargs=(self.decode, self.threads)
             )
+            # stopped when this object goes (or the interpreter ends): a pool left to its own
+            # __del__ after multiprocessing's exit handler prints "Bad file descriptor" errors
+            weakref.finalize(self, self.pool.terminate)
         order = sorted(range(len(batches)), key=lambda i: -cost(batches[i]))
         waiting = {i: self.pool.apply_async(_decode_in_worker, (batches[i],)) for i in order}
         results = [None] * len(batches)

@@ -113,6 +113,7 @@ COMMANDS: dict[str, Command] = {
         short="train.max_steps=4 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360"
     ),
     'make train ARGS="train.max_minutes=10"': Command(short=SHORT),
+    'make train ARGS="train.max_minutes=12"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/tab_demo train.max_minutes=10 train.eval_every=250 '
     'train.attention_every=100"': Command(short=SHORT),
     # README and docs/translating.md
@@ -188,6 +189,14 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/decode.py -c runs/en-de": Command(
         short="--sentences 5", needs=("en-de",), check="CTranslate2 int8"
     ),
+    ".venv/bin/python bench/decode.py -c runs/RUN": Command(
+        short="--sentences 5", needs=RUN_NEEDS, check="CTranslate2 int8"
+    ),
+    ".venv/bin/python bench/translate_file.py -c runs/RUN --lines 10000": Command(
+        short="--lines 300", needs=RUN_NEEDS, check="300 of 300 identical"
+    ),
+    ".venv/bin/python bench/translate_file.py -c runs/RUN --lines 1000000 --engines ctranslate2 "
+    "--default-only": Command(short="--lines 300", needs=RUN_NEEDS, check="peak"),
     ".venv/bin/python bench/beam_grid.py -c runs/recipe_1h": Command(short="--sentences 5", needs=("recipe_1h",)),
     ".venv/bin/python bench/memory.py": Command(
         short="--steps 2 " + SHORT.replace("train.max_steps=2 ", ""), check="peak RSS"

@@ -14,7 +14,6 @@ max_len_ratio, max_len_extra, batch_size) and translate alike (inference/contrac
 empty out; one line per translation.
 """
 
-import multiprocessing
 from pathlib import Path
 
 import torch
@@ -92,9 +91,7 @@ def load_translator(
     if compute_type == "int8":
         model = quantize_int8(model)
     per_batch = min(threads_per_batch, cores)
-    # a GPU decodes one batch at a time; worker processes are forked (Linux), so without fork
-    # (Windows) the batches stay in this process
-    workers = cores // per_batch if device.type == "cpu" and "fork" in multiprocessing.get_all_start_methods() else 1
+    workers = cores // per_batch if device.type == "cpu" else 1  # a GPU decodes one batch at a time
     return Translator(
         model, tokenizer, settings, bf16=compute_type == "bfloat16", workers=workers, threads_per_worker=per_batch
     )

@@ -11,7 +11,7 @@ from data.batching import pad
 from inference.attention import SentenceAttention, collect_attention
 from inference.contract import Progress, length_sorted_batches, one_line, source_ids
 from inference.search_config import SearchConfig
-from inference.workers import BatchWorkers
+from inference.workers import BatchWorkers, can_fork
 from model import Transformer
 from model.search import Hypothesis, beam_search, greedy_search, output_limits
 
@@ -42,8 +42,8 @@ class Translator:
             faster where the hardware has bf16 (utils/device.native_bf16), emulated elsewhere.
         workers: CPU processes that decode whole batches side by side when a call has more than
             one batch (inference/workers.py), each on `threads_per_worker` cores; 1 decodes in
-            this process, on torch's threads. A single batch (a typed sentence) is always
-            decoded here.
+            this process, on torch's threads, and so does a system without fork (Windows). A
+            single batch (a typed sentence) is always decoded here.
     """
 
     def __init__(
@@ -60,7 +60,9 @@ class Translator:
         self.model, self.tokenizer = model, tokenizer
         self.use_cache = use_cache  # False re-runs the decoder over the prefix (benchmarks, checks)
         self.bf16 = bf16
-        self.workers = BatchWorkers(self.find_batch, workers, threads_per_worker) if workers > 1 else None
+        self.workers = (
+            BatchWorkers(self.find_batch, workers, threads_per_worker) if workers > 1 and can_fork() else None
+        )
         self.truncated = 0  # sources cut to the model's max_len by the last call
         self.last_hypotheses: list[list[Hypothesis]] = []  # of the last call, in input order
 

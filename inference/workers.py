@@ -37,9 +37,15 @@ def _decode_in_worker(batch: Any) -> Any:
     return _decode(batch)
 
 
+def can_fork() -> bool:
+    """Whether this system forks processes (Linux, macOS); without fork (Windows) the batches
+    stay in the calling process."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 class BatchWorkers:
     """`workers` processes that each apply `decode` to whole batches on `threads` threads;
-    started at the first `map`."""
+    started at the first `map`. Only where `can_fork()`."""
 
     def __init__(self, decode: Callable[[Any], Any], workers: int, threads: int = 1) -> None:
         self.decode, self.workers, self.threads = decode, workers, threads

@@ -162,3 +162,15 @@ def test_batches_decoded_by_worker_processes_translate_as_one_process(trained, b
         assert pooled.translate(SENTENCES[:1]) == [alone[len(sources) - len(SENTENCES)][0][0]]  # one batch: here
     finally:
         pooled.workers.close()
+
+
+def test_without_fork_the_batches_stay_in_this_process(trained, monkeypatch):
+    """Where the system cannot fork (Windows), asking for workers decodes here, alike."""
+    import inference.translator
+
+    model, tokenizer = trained
+    monkeypatch.setattr(inference.translator, "can_fork", lambda: False)
+    search = SearchConfig(beam_size=2, batch_size=4)
+    translator = Translator(model, tokenizer, search, workers=2)
+    assert translator.workers is None
+    assert translator.translate(SENTENCES) == Translator(model, tokenizer, search).translate(SENTENCES)

@@ -18,15 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 from torch import Tensor
 
 from data import DataConfig, token_batches
-from data.prepare import load_text, tokenize_splits
-from inference.checkpoint import load_for_inference
+from data.prepare import tokenize_splits
+from inference.checkpoint import load_for_inference, run_text
 from inference.measure import loss_and_greedy_bleu
 from model import Transformer
-from utils.errors import UserError
 
 # (validation loss, greedy validation BLEU) of the model as it is at the call
 Measure = Callable[[], tuple[float, float]]
@@ -145,9 +143,7 @@ def checkpoint_importance(
     language pair and number of sentences (data.max_eval_examples), from `data_dir` if given,
     else from where the run read it."""
     model, tokenizer, meta = load_for_inference(checkpoint, device)
-    if "config" not in meta:
-        raise UserError(f"{checkpoint}: the checkpoint does not hold its run's configuration (not saved by train.py?)")
-    text = load_text(OmegaConf.create(meta["config"]).data, ["val"], data_dir)
+    text = run_text(meta, ["val"], data_dir, what=f"checkpoint {checkpoint}")
     pairs = tokenize_splits(text, tokenizer, Path(cache_dir))["val"]
     loader = token_batches(pairs, model.cfg.max_len, max_tokens, shuffle=False)  # max_tokens: training's default
     return head_importance(

@@ -8,16 +8,19 @@ to translate in a few lines, without the command line.
     translator.translate_nbest(["Ein Hund rennt."], 3)         # [[(text, score), ...]], best first
     translator.attention(["Ein Hund rennt."])[0].maps["cross"]  # per layer: (heads, target, source)
     load_translator("exports/de-en").translate(["Ein Hund rennt."])  # through CTranslate2
+    load_translator("exports/minitrans-de_en-1_0.argosmodel")  # an Argos package: its CTranslate2 model
 
 Both engines take the search settings of inference/search_config.py (beam_size, length_penalty,
 max_len_ratio, max_len_extra, batch_size) and translate alike (inference/contract.py): blank in,
 empty out; one line per translation.
 """
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
+from inference.argos_package import is_package, unpacked
 from inference.checkpoint import load_for_inference
 from inference.contract import Translating
 from inference.ct2_translator import CTranslate2Translator, is_export
@@ -60,20 +63,23 @@ def load_translator(
         settings = SearchConfig(**search)
     except TypeError as e:  # a setting SearchConfig does not have
         raise UserError(f"unknown search setting: {e}") from None
-    exported = is_export(path)
+    package = is_package(path)
+    exported = package or is_export(path)
     if engine == "ctranslate2" or (engine == "auto" and exported):
         device = torch.device(device)  # CTranslate2 names the kind ("cpu", "cuda") and the index apart
-        return CTranslate2Translator(
-            path,
-            settings,
-            device=device.type,
-            device_index=device.index or 0,
-            compute_type=compute_type,
-            threads=threads,
-            threads_per_batch=threads_per_batch,
-        )
+        with unpacked(path) if package else nullcontext(path) as folder:  # loaded whole: the unpacked files can go
+            return CTranslate2Translator(
+                folder,
+                settings,
+                device=device.type,
+                device_index=device.index or 0,
+                compute_type=compute_type,
+                threads=threads,
+                threads_per_batch=threads_per_batch,
+            )
     if exported:
-        raise UserError(f"{path} is a CTranslate2 export: translate it with the ctranslate2 engine")
+        what = "an Argos package" if package else "a CTranslate2 export"
+        raise UserError(f"{path} is {what}: translate it with the ctranslate2 engine")
     if compute_type not in ("default", "float32", "int8", "bfloat16"):
         raise UserError(f"the minitrans engine computes in float32, bfloat16 or int8, not {compute_type!r}")
     device = torch.device(device)

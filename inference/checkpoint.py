@@ -6,6 +6,7 @@ unpickles tensors and plain containers only, never arbitrary objects.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -14,6 +15,9 @@ from model import Transformer, TransformerConfig
 from utils.checkpoint_files import BEST, checkpoint_folder, latest_step_checkpoint
 from utils.errors import UserError
 from utils.files import atomic_file
+
+if TYPE_CHECKING:
+    from datasets import DatasetDict
 
 FORMAT = "minitrans"
 VERSION = 3  # 2: W_Q, W_K, W_V stacked in one in_proj; 3: every rank's random state, the planned schedule
@@ -127,3 +131,15 @@ def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
         for name, tensor in load_checkpoint(path)["model"].items():
             total[name] = total.get(name, 0) + tensor.double()
     return {name: (tensor / len(paths)).float() for name, tensor in total.items()}
+
+
+def run_text(meta: dict, splits: list[str], data_dir: str | None = None, what: str = "checkpoint") -> "DatasetDict":
+    """The splits of the corpus a checkpoint's run trained on, read as the run read them (its
+    data config), from `data_dir` instead of the run's Multi30k folder if given."""
+    from omegaconf import OmegaConf  # loaded here only: translating needs neither it nor datasets
+
+    from data.prepare import load_text
+
+    if "config" not in meta:
+        raise UserError(f"the {what} does not hold its run's configuration (not saved by train.py?)")
+    return load_text(OmegaConf.create(meta["config"]).data, splits, data_dir)

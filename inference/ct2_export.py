@@ -11,7 +11,8 @@ vocabularies are the SentencePiece pieces in id order, so ids mean the same on b
 The directory holds CTranslate2's model.bin, config.json and vocabularies, and beside them the
 SentencePiece model(s) (`spm_joint.model`, or `spm_src.model` and `spm_tgt.model`),
 `minitrans.json` (what inference/ct2_translator.py needs: languages, max_len, the special
-pieces) and a README.md model card.
+pieces) and a README.md model card. An Argos Translate package holds this directory whole
+(inference/argos_export.py).
 """
 
 import json
@@ -67,8 +68,9 @@ def _feed_forward(spec, layer) -> None:
     _norm(spec.layer_norm, layer.feed_forward_residual.norm)
 
 
-def transformer_spec(model: Transformer, tokenizer: Tokenizer):
-    """The CTranslate2 `TransformerSpec` of a model and its tokenizer, weights filled in."""
+def transformer_spec(model: Transformer, tokenizer: Tokenizer, never_specials: bool = False):
+    """The CTranslate2 `TransformerSpec` of a model and its tokenizer, weights filled in; with
+    `never_specials`, an output layer that cannot produce <pad>, <s> or <unk>."""
     from ctranslate2.specs import common_spec
     from ctranslate2.specs import transformer_spec as ct2
 
@@ -98,6 +100,13 @@ def transformer_spec(model: Transformer, tokenizer: Tokenizer):
         _norm(encoder.layer_norm, model.encoder.final_norm)
         _norm(decoder.layer_norm, model.decoder.final_norm)
     _linear(decoder.projection, model.output_proj.weight)  # (V, d_model), no bias
+    if never_specials:
+        # a bias that keeps <pad>, <s> and <unk> out of every output, as our search does, for a
+        # caller that passes no flags to say so (argostranslate): their logits -1e9, a probability
+        # of exactly 0 (the others' renormalized over the rest, a change of ~1e-6 in a trained model)
+        bias = np.zeros(tokenizer.tgt_vocab_size, dtype=np.float32)
+        bias[[getattr(tokenizer, f"{name}_id") for name in ("pad", "bos", "unk")]] = -1e9
+        decoder.projection.bias = bias
 
     spec.register_source_vocabulary([tokenizer.src.id_to_piece(i) for i in range(tokenizer.src_vocab_size)])
     spec.register_target_vocabulary([tokenizer.tgt.id_to_piece(i) for i in range(tokenizer.tgt_vocab_size)])
@@ -144,7 +153,9 @@ def _score(value) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) else "–"  # a run from before a metric existed
 
 
-def _model_card(manifest: dict) -> str:
+def model_card(manifest: dict, usage: str) -> str:
+    """The README of an export: what the model is, its scores, the commit and command that made
+    it, then `usage` (how to run it)."""
     scores = (
         "\n".join(
             f"| {manifest['dataset']}, split {split} | {_score(s.get('bleu'))} | "
@@ -153,7 +164,7 @@ def _model_card(manifest: dict) -> str:
         )
         or "| (no test scores for this checkpoint: a run scores its best.pt) | | |"
     )
-    return f"""# minitrans {manifest["src_lang"]}→{manifest["tgt_lang"]} (CTranslate2)
+    return f"""# minitrans {manifest["src_lang"]}→{manifest["tgt_lang"]}
 
 A minitrans Transformer ({manifest["parameters"]:,} parameters; {manifest["shape"]}) exported to
 CTranslate2, weights in {manifest["quantization"]}. Trained on: {manifest["dataset"]}, {manifest["pair"]}.
@@ -165,7 +176,11 @@ Exported checkpoint: step {manifest["step"]}, validation BLEU {_score(manifest["
 
 Exported by minitrans at commit {manifest["commit"]}: `{manifest["command"]}`
 
-    python translate.py -c {manifest["folder_name"]} --engine ctranslate2 "A sentence."
+{usage}"""
+
+
+def _usage(manifest: dict) -> str:
+    return f"""    python translate.py -c {manifest["folder_name"]} --engine ctranslate2 "A sentence."
 
 or with CTranslate2 and SentencePiece alone: encode the source with `{manifest["spm"][0]}` into
 pieces (no <s> or </s>), `ctranslate2.Translator(FOLDER).translate_batch(pieces, beam_size=5,
@@ -182,9 +197,11 @@ def export_ctranslate2(
     force: bool = False,
     results: dict | None = None,
     command: str = "",
+    never_specials: bool = False,
 ) -> Path:
     """Write the model as a CTranslate2 directory at `out_dir`, whole or not at all; `results`
-    (a run's results.json) only if they are this checkpoint's scores.
+    (a run's results.json) only if they are this checkpoint's scores; `never_specials`: see
+    `transformer_spec`.
 
     An existing `out_dir` is replaced only with `force` and only if it is an earlier export
     (it holds minitrans.json): a folder of anything else is never deleted."""
@@ -203,7 +220,7 @@ def export_ctranslate2(
 
     class MinitransConverter(Converter):  # CTranslate2's own validate, quantize, save
         def _load(self):
-            return transformer_spec(model, tokenizer)
+            return transformer_spec(model, tokenizer, never_specials)
 
     dataset, pair = _data_description(meta)
     try:
@@ -233,7 +250,7 @@ def export_ctranslate2(
                 "folder_name": out_dir.name,
             }
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            (staging / "README.md").write_text(_model_card(manifest), encoding="utf-8")
+            (staging / "README.md").write_text(model_card(manifest, _usage(manifest)), encoding="utf-8")
     except OSError as e:  # a parent that is a file, no permission, a full disk
         raise UserError(f"cannot write {out_dir}: {e.strerror or e}") from None
     return out_dir

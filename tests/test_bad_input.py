@@ -14,6 +14,7 @@ import json
 import os
 import string
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -67,9 +68,14 @@ def user(toy_run, tmp_path_factory) -> Path:
     for path in (home / "export").iterdir():
         (home / "broken_export" / path.name).write_bytes(path.read_bytes())
     (home / "broken_export" / "model.bin").write_bytes(b"\0" * 100)
+    run_script("export.py", "-c", run, home / "package.argosmodel", "--to", "argos")
+    (home / "truncated.argosmodel").write_bytes((home / "package.argosmodel").read_bytes()[:20000])
+    with zipfile.ZipFile(home / "theirs.argosmodel", "w") as theirs:  # a package minitrans did not make
+        theirs.writestr("translate-de_en-1_0/metadata.json", "{}")
     (home / "not_export").mkdir()
     (home / "not_export" / "notes.txt").write_text("mine\n")
     (home / "a_file").write_text("mine\n")
+    (home / "notes.argosmodel").write_text("mine\n")
     # data
     (home / "in.de").write_text("Ein Hund.\nZwei Katzen.\n", encoding="utf-8")
     (home / "latin1.de").write_bytes("gut\nSchöne Grüße\n".encode("latin-1"))
@@ -171,6 +177,12 @@ TRANSLATE = {
     "ours on an export": (["-c", "{u}/export", "--engine", "minitrans", "x"], "is a CTranslate2 export"),
     "compute type": (["-c", "{u}/run", "--compute-type", "int4", "x"], "float32, bfloat16 or int8, not 'int4'"),
     "CTranslate2 compute type": (["-c", "{u}/export", "--compute-type", "int4", "x"], "CTranslate2 cannot load"),
+    "a truncated package": (["-c", "{u}/truncated.argosmodel", "x"], "is not a readable Argos package"),
+    "another's package": (["-c", "{u}/theirs.argosmodel", "x"], "is not an Argos package made by minitrans"),
+    "ours on a package": (
+        ["-c", "{u}/package.argosmodel", "--engine", "minitrans", "x"],
+        "is an Argos package: translate it with the ctranslate2 engine",
+    ),
 }
 
 
@@ -228,6 +240,31 @@ EXPORT = {
     "under a file": (["-c", "{u}/run", "{u}/a_file/out"], "cannot write {u}/a_file/out: "),
     "quantization": (["-c", "{u}/run", "{u}/out", "--quantize", "int4"], "argument --quantize: invalid choice"),
     "engine": (["-c", "{u}/run", "{u}/out", "--to", "onnx"], "argument --to: invalid choice"),
+    "argos, a run without checkpoints": (
+        ["-c", "{u}/empty_run", "{u}/out.argosmodel", "--to", "argos"],
+        "no checkpoint found in {u}/empty_run",
+    ),
+    "argos, a language argos does not know": (
+        ["-c", "{u}/run", "{u}/out.argosmodel", "--to", "argos", "--from-lang", "xx"],
+        "the from language 'xx' is not one: give --from-lang CODE",
+    ),
+    "argos, one language": (
+        ["-c", "{u}/run", "{u}/out.argosmodel", "--to", "argos", "--to-lang", "de"],
+        "the package would translate de into itself",
+    ),
+    "argos, onto a package": (
+        ["-c", "{u}/run", "{u}/package.argosmodel", "--to", "argos"],
+        "{u}/package.argosmodel exists; give --force to replace it",
+    ),
+    "argos, onto a file, forced": (
+        ["-c", "{u}/run", "{u}/notes.argosmodel", "--to", "argos", "--force"],
+        "{u}/notes.argosmodel exists and is not an Argos package; not replacing it",
+    ),
+    "argos, into a file": (["-c", "{u}/run", "{u}/a_file", "--to", "argos"], "{u}/a_file is a file, not a folder"),
+    "argos settings for CTranslate2": (
+        ["-c", "{u}/run", "{u}/out", "--from-lang", "de", "--package-version", "2.0"],
+        "--from-lang, --package-version: read with --to argos only",
+    ),
 }
 
 

@@ -34,6 +34,9 @@ import pytest
 import torch
 
 from helpers import ROOT, TOY_CORPUS, toy_sentences
+from helpers.argos import ENV as ARGOS_ENV
+from helpers.argos import INSTALL as ARGOS_INSTALL
+from helpers.argos import argos_environ, argos_python, started_libretranslate
 from helpers.browser import browser_missing
 from helpers.documented import documented_commands
 from helpers.terminal import open_terminal
@@ -53,7 +56,9 @@ class Command:
     """How a documented command is run: `short`, appended to shorten it (inside make's ARGS, or
     after the command); `needs`, what the user would already have; `kind`: "run" (in a shell, to
     exit 0), "terminal" (in a pty, a sentence typed), "server" (started, asked, stopped),
-    "interrupt" (stopped by Ctrl-C, then the same command again), "ci" (a line of .ci/run), "gpu";
+    "interrupt" (stopped by Ctrl-C, then the same command again), "ci" (a line of .ci/run), "gpu",
+    "libretranslate" (started, asked for its languages and a translation, stopped), "install" (the
+    command tests/helpers/argos.py runs to make LibreTranslate's environment);
     `multi30k`: run on Multi30k itself, not the toy corpus."""
 
     short: str = ""
@@ -62,6 +67,7 @@ class Command:
     check: str = ""  # text the output must hold
     timeout: float = 300
     multi30k: bool = False
+    argos: bool = False  # run where LibreTranslate's argostranslate keeps its packages in the checkout, offline
 
 
 RUN_NEEDS = ("run",)
@@ -140,6 +146,18 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python export.py -c runs/RUN exports/de-en": Command(needs=RUN_NEEDS, check="wrote exports/de-en"),
     ".venv/bin/python export.py -c runs/RUN exports/de-en-int8 --quantize int8": Command(needs=RUN_NEEDS),
     '.venv/bin/python translate.py -c exports/de-en "Ein Hund rennt."': Command(needs=("export",)),
+    # README, LibreTranslate: its environment is made once per machine (tests/helpers/argos.py)
+    ARGOS_INSTALL: Command(kind="install"),
+    ".venv/bin/python export.py -c runs/RUN exports/ --to argos": Command(
+        needs=RUN_NEEDS, check="wrote exports/minitrans-de_en-1_0.argosmodel"
+    ),
+    '~/libretranslate/bin/python -c "import argostranslate.package as p; '
+    "p.install_from_path('exports/minitrans-de_en-1_0.argosmodel')\"": Command(
+        needs=("libretranslate", "argos package"), argos=True
+    ),
+    "ARGOS_PACKAGE_INDEX=file://$PWD/exports/ ~/libretranslate/bin/libretranslate --load-only de,en": Command(
+        needs=("libretranslate", "argos installed"), kind="libretranslate", argos=True
+    ),
     ".venv/bin/python translate.py -c runs/RUN --compute-type int8 -i sentences.de": Command(
         needs=("run", "sentences.de")
     ),
@@ -265,20 +283,23 @@ class Checkout:
             "HF_HUB_OFFLINE": "1",
             "HF_DATASETS_OFFLINE": "1",
         }
+        self.argos_env = argos_environ(root / "home", self.env)
 
     def as_written(self, command: str) -> str:
         """The command with the user's own things made real (module docstring)."""
         return (
             command.replace("/path/to/multi30k", str(TOY_CORPUS))
+            .replace("~/libretranslate", str(ARGOS_ENV))
             .replace("/corpus/", f"{self.root}/corpus/")
             .replace("/data/wmt16_de_en", f"{self.root}/data_hf/wmt16_de_en")
         )
 
     def run(
-        self, command: str, timeout: float = 300, check: bool = True, multi30k: bool = False
+        self, command: str, timeout: float = 300, check: bool = True, multi30k: bool = False, argos: bool = False
     ) -> subprocess.CompletedProcess:
-        """`command` in a shell in the checkout; with `multi30k`, on the real Multi30k."""
-        env = {**self.env, "MULTI30K_DIR": self.multi30k} if multi30k else self.env
+        """`command` in a shell in the checkout; with `multi30k`, on the real Multi30k; with
+        `argos`, where argostranslate keeps its packages in the checkout, offline."""
+        env = {**self.env, "MULTI30K_DIR": self.multi30k} if multi30k else self.argos_env if argos else self.env
         assert not multi30k or self.multi30k, "the test asks for multi30k_dir first"
         done = subprocess.run(
             ["bash", "-c", command], cwd=self.root, env=env, capture_output=True, text=True, timeout=timeout
@@ -307,6 +328,14 @@ class Checkout:
             if not (self.root / "exports" / "de-en").exists():  # else the export's own test made it
                 self.need("run")
                 self.run(".venv/bin/python export.py -c runs/RUN exports/de-en")
+        elif what == "libretranslate":
+            argos_python()
+        elif what in ("argos package", "argos installed"):  # the README's commands before the one that needs them
+            made = "exports/minitrans-de_en-1_0.argosmodel" if what == "argos package" else "home/packages"
+            if not (self.root / made).exists():  # else the command's own test made it
+                self.need("run" if what == "argos package" else "argos package")
+                [command] = [c for c in COMMANDS if ("--to argos" if what == "argos package" else "install_from") in c]
+                self.run(self.as_written(command), argos=COMMANDS[command].argos)
         elif what == "corpus":  # the toy corpus as a user's own files, in each documented layout
             corpus = self.root / "corpus"
             corpus.mkdir()
@@ -410,6 +439,11 @@ def test_the_documented_command_runs(command, checkout, request):
         assert command in (ROOT / ".ci" / "run").read_text().splitlines()
     elif spec.kind == "server":
         serve(checkout, written)
+    elif spec.kind == "install":  # what tests/helpers/argos.py runs, as written but for the folder
+        assert command == ARGOS_INSTALL
+        argos_python()
+    elif spec.kind == "libretranslate":
+        serve_translations(checkout, written)
     elif spec.kind == "terminal":
         shown = in_terminal(checkout, written, "Ein Hund rennt.")
         assert shown[0].startswith("Type a sentence and press Enter") and shown[1] == "Ein Hund rennt." and shown[2]
@@ -418,7 +452,7 @@ def test_the_documented_command_runs(command, checkout, request):
     else:
         if "typed_sentence" in command and (missing := browser_missing()):
             pytest.skip(missing)
-        done = checkout.run(shortened(written, spec.short), spec.timeout, multi30k=spec.multi30k)
+        done = checkout.run(shortened(written, spec.short), spec.timeout, multi30k=spec.multi30k, argos=spec.argos)
         assert spec.check in done.stdout + done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
         if made := made_by(command):  # a run folder the docs read later is there
             checkout.made.add(made)
@@ -440,6 +474,34 @@ def serve(checkout: Checkout, command: str) -> None:
         assert "RUN" in [run["run"] for run in runs["runs"]]
     finally:
         process.terminate()
+        process.wait(timeout=30)
+
+
+def serve_translations(checkout: Checkout, command: str) -> None:
+    """LibreTranslate started as written (on its default port, 5000), asked for its languages and
+    a translation, stopped."""
+    process = subprocess.Popen(  # its own process group: the shell (a variable set before the command) and it
+        ["bash", "-c", command],
+        cwd=checkout.root,
+        env=checkout.argos_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        url, said = started_libretranslate(process)
+        assert "Found 0 models" in said, said
+        languages = json.loads(urllib.request.urlopen(f"{url}/languages", timeout=60).read())
+        assert {language["code"] for language in languages} == {"de", "en"}
+        request = urllib.request.Request(
+            f"{url}/translate",
+            data=json.dumps({"q": "Ein Hund rennt.", "source": "de", "target": "en"}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        assert json.loads(urllib.request.urlopen(request, timeout=120).read())["translatedText"]
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
 
 

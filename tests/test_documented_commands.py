@@ -14,6 +14,9 @@ As written, except:
   names for the recipe run) is a run that the documented `make train` trained here;
   `sentences.de` a file of the corpus's test sentences; `/corpus/...` and `/data/wmt16_de_en` the
   toy corpus as parallel files, TSV, JSONL and a saved Hugging Face dataset under the checkout;
+- LibreTranslate's commands run with HOME a folder of the checkout's, where `~/libretranslate`
+  is the environment tests/helpers/argos.py made once by the README's command, and with the
+  network closed;
 - what takes an hour or minutes gets its short form: Hydra overrides (or a benchmark's own
   options) appended that shrink steps and data (SHORT), and the test says so. The vocabulary
   shrinks with the data: SentencePiece cannot learn 8,000 pieces from a few hundred sentences.
@@ -158,6 +161,9 @@ COMMANDS: dict[str, Command] = {
     "ARGOS_PACKAGE_INDEX=file://$PWD/exports/ ~/libretranslate/bin/libretranslate --load-only de,en": Command(
         needs=("libretranslate", "argos installed"), kind="libretranslate", argos=True
     ),
+    ".venv/bin/python bench/argos.py -c runs/RUN": Command(
+        short="--sentences 5", needs=("run", "libretranslate"), argos=True, check="8 clients at once"
+    ),
     ".venv/bin/python translate.py -c runs/RUN --compute-type int8 -i sentences.de": Command(
         needs=("run", "sentences.de")
     ),
@@ -289,7 +295,6 @@ class Checkout:
         """The command with the user's own things made real (module docstring)."""
         return (
             command.replace("/path/to/multi30k", str(TOY_CORPUS))
-            .replace("~/libretranslate", str(ARGOS_ENV))
             .replace("/corpus/", f"{self.root}/corpus/")
             .replace("/data/wmt16_de_en", f"{self.root}/data_hf/wmt16_de_en")
         )
@@ -328,8 +333,10 @@ class Checkout:
             if not (self.root / "exports" / "de-en").exists():  # else the export's own test made it
                 self.need("run")
                 self.run(".venv/bin/python export.py -c runs/RUN exports/de-en")
-        elif what == "libretranslate":
+        elif what == "libretranslate":  # ~/libretranslate: the environment made once per machine
             argos_python()
+            (self.root / "home").mkdir(exist_ok=True)
+            (self.root / "home" / "libretranslate").symlink_to(ARGOS_ENV)
         elif what in ("argos package", "argos installed"):  # the README's commands before the one that needs them
             made = "exports/minitrans-de_en-1_0.argosmodel" if what == "argos package" else "home/packages"
             if not (self.root / made).exists():  # else the command's own test made it

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import SENTENCES, run_script, toy_sentences, unseen_sentences
-from helpers.argos import argos_environ, argos_python, started_libretranslate
+from helpers.argos import argos_environ, argos_python, started_libretranslate, upstream_argos_python
 from helpers.browser import browser_missing, headless_chromium, wait_for
 from helpers.servers import free_port
 from inference import load_translator
@@ -95,14 +95,16 @@ print(json.dumps([argostranslate.translate.translate(text, "de", "en") for text 
 """
 
 
-def test_argostranslate_installs_it_and_translates_offline_as_our_engine(package, tmp_path):
-    """argos-translate-lt (LibreTranslate's argostranslate) installs the file and translates, with
+@pytest.mark.parametrize("argostranslate", ["argos-translate-lt", "upstream"])
+def test_argostranslate_installs_it_and_translates_offline_as_our_engine(argostranslate, package, tmp_path):
+    """argostranslate (argos-translate-lt, the fork LibreTranslate runs, and upstream
+    argostranslate 1.11.0) installs the file and translates, with
     no network and no splitter to download, exactly as our CTranslate2 engine does with argos's
     beam 4 and length penalty 0.2 (and its length limit) the sentences the package's splitter finds: each toy sentence
     whole, a paragraph of four sentence by sentence, shuffled words wherever the splitter cuts."""
     from minisbd import SBDetect
 
-    python = argos_python()
+    python = argos_python() if argostranslate == "argos-translate-lt" else upstream_argos_python()
     known, paragraph = toy_sentences()[:20], " ".join(toy_sentences()[20:24])
     texts = [*known, paragraph, *unseen_sentences(20)]  # unseen: the model unsure, the search decides
     done = subprocess.run(

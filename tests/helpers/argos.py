@@ -14,6 +14,8 @@ anything that would download (MiniSBD's splitters, the package index) fails at o
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import time
 import urllib.request
 from pathlib import Path
@@ -45,6 +47,39 @@ def argos_python() -> Path:
                 pytest.skip(reason)
             (ENV / ".installed").touch()
     return ENV / "bin" / "python"
+
+
+UPSTREAM = ROOT / ".cache" / "argostranslate-1.11.0"
+
+
+def upstream_argos_python() -> Path:
+    """The interpreter of an environment with upstream argostranslate, made if needed (seconds).
+
+    Upstream imports stanza (which needs torch) as it starts and asks for spaCy: the environment
+    reads this project's packages (torch, CTranslate2, SentencePiece, MiniSBD) through a .pth
+    file and installs argostranslate and stanza beside them without their pinned dependencies
+    (spaCy is imported only if present, and only its own sentence splitter uses it)."""
+    UPSTREAM.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{UPSTREAM}.lock"):
+        if not (UPSTREAM / ".installed").exists():
+            shutil.rmtree(UPSTREAM, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", UPSTREAM], check=True)
+            [site] = (UPSTREAM / "lib").glob("python3*/site-packages")
+            (site / "minitrans.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+            packages = ["argostranslate==1.11.0", "stanza==1.10.1", "emoji==2.16.0"]
+            made = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, *packages],
+                capture_output=True,
+                text=True,
+            )
+            if made.returncode != 0:
+                shutil.rmtree(UPSTREAM, ignore_errors=True)
+                reason = f"cannot install upstream argostranslate: {(made.stderr or made.stdout).strip()[-300:]}"
+                if os.environ.get("CI"):
+                    pytest.fail(reason)
+                pytest.skip(reason)
+            (UPSTREAM / ".installed").touch()
+    return UPSTREAM / "bin" / "python"
 
 
 def argos_environ(home: Path, base: dict[str, str] | None = None) -> dict[str, str]:

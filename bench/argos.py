@@ -7,7 +7,8 @@ The package is exported as export.py --to argos does (float32, in a temporary fo
 installed into a folder of its own in the LibreTranslate environment the README makes
 (`python3 -m venv ~/libretranslate && ~/libretranslate/bin/pip install libretranslate==1.9.6`;
 the tests' copy under .cache/ is used when there is no ~/libretranslate). On Multi30k's
-test_2016_flickr (from $MULTI30K_DIR), cased sacreBLEU of:
+test_2016_flickr (from $MULTI30K_DIR): the package's sentence splitter, run by MiniSBD, on
+paragraphs of 1-6 test lines (precision and recall of the boundaries), and cased sacreBLEU of:
 - our engine, beam 5 (translate.py's default), and our CTranslate2 export, beam 5;
 - our CTranslate2 engine with argostranslate's search (beam 4, length penalty 0.2, up to 256
   pieces) on the package's model: what argos should match;
@@ -28,14 +29,18 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from minisbd import SBDetect  # noqa: E402
+
 from bench.common import RESULTS, ROOT, checkpoint_and_split, write_result  # noqa: E402
 from inference import load_translator  # noqa: E402
 from inference.scoring import score_translations  # noqa: E402
+from inference.sentence_splitter import boundary_scores  # noqa: E402
 
 LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # to 127.0.0.1 directly, whatever the proxies
 
@@ -137,6 +142,17 @@ def main() -> None:
         subprocess.run([*export, folder / "export"], check=True, stdout=subprocess.DEVNULL)
         subprocess.run([*export, folder, "--to", "argos"], check=True, stdout=subprocess.DEVNULL)
         [package] = folder.glob("*.argosmodel")
+        with zipfile.ZipFile(package) as archive:  # the package's sentence splitter, run by MiniSBD itself
+            [onnx] = [name for name in archive.namelist() if name.endswith(f"/minisbd/{src}.onnx")]
+            archive.extract(onnx, folder)
+        splitter = SBDetect(str(folder / onnx), use_gpu=False)
+        scores = boundary_scores(splitter.sentences, sources)
+        results["sentence splitter, paragraphs of 1-6 test lines"] = scores
+        print(
+            f"sentence splitter on {scores['paragraphs']} paragraphs of the test split ({scores['boundaries']} "
+            f"boundaries): precision {scores['precision']:.2%}, recall {scores['recall']:.2%}",
+            flush=True,
+        )
         record("ours, beam 5", load_translator(args.checkpoint).translate(sources))
         record("ours through CTranslate2, beam 5", load_translator(folder / "export").translate(sources))
         argos_search = {"beam_size": 4, "length_penalty": 0.2, "max_len_ratio": 0, "max_len_extra": 256}

@@ -21,7 +21,6 @@ Writes bench/results/argos.json with the commit and CPU.
 
 import argparse
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from minisbd import SBDetect  # noqa: E402
 
 from bench.common import RESULTS, ROOT, checkpoint_and_split, write_result  # noqa: E402
 from inference import load_translator  # noqa: E402
+from inference.argos_package import offline_environ  # noqa: E402
 from inference.scoring import score_translations  # noqa: E402
 from inference.sentence_splitter import boundary_scores  # noqa: E402
 
@@ -57,23 +57,6 @@ start = time.perf_counter()
 out = [argostranslate.translate.translate(line, "{src}", "{tgt}") for line in lines]
 print(json.dumps({{"seconds": time.perf_counter() - start, "translations": out}}))
 """
-
-
-def offline(home: Path, extra: dict[str, str]) -> dict[str, str]:
-    """An environment for argostranslate with its files under `home` and no network."""
-    closed = "http://127.0.0.1:9"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOS_", "XDG_"))}
-    return {
-        **env,
-        "ARGOS_PACKAGES_DIR": str(home / "packages"),
-        "XDG_DATA_HOME": str(home / "data"),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "http_proxy": closed,
-        "https_proxy": closed,
-        "no_proxy": "127.0.0.1",
-        **extra,
-    }
 
 
 def post(url: str, text: str, src: str, tgt: str) -> str:
@@ -166,7 +149,7 @@ def main() -> None:
                 input=json.dumps(sources),
                 capture_output=True,
                 text=True,
-                env=offline(home, threads),
+                env={**offline_environ(home), **threads},
                 check=True,
             )
             answer = json.loads(done.stdout.splitlines()[-1])
@@ -176,7 +159,7 @@ def main() -> None:
             )
         for name, threads in THREADS.items():
             home = folder / f"libretranslate {len(results)}"
-            env = {**offline(home, threads), "ARGOS_PACKAGE_INDEX": f"file://{folder}/"}
+            env = {**offline_environ(home), **threads, "ARGOS_PACKAGE_INDEX": f"file://{folder}/"}
             install = "import argostranslate.package as p, sys; p.install_from_path(sys.argv[1])"
             subprocess.run([str(python), "-c", install, str(package)], env=env, check=True, capture_output=True)
             server = serve(environment, env, args.port, src, tgt, home / "libretranslate.log")

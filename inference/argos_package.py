@@ -21,10 +21,11 @@ with the same beam and length penalty.
 """
 
 import json
+import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -212,3 +213,23 @@ def unpacked(path: str | Path) -> Iterator[Path]:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
             raise UserError(f"{path} is not a readable Argos package ({reason})") from None
         yield Path(work) / model
+
+
+def offline_environ(home: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this process's environment) for running argostranslate or LibreTranslate
+    alone: its packages, settings and caches under `home`, and every HTTP(S) request sent to a
+    closed port, so that anything that would download (a splitter, the package index) fails at
+    once instead of reaching out (the tests and bench/argos.py run them so)."""
+    closed = "http://127.0.0.1:9"  # the discard port: nothing listens
+    base = os.environ if base is None else base
+    return {
+        **{k: v for k, v in base.items() if not k.startswith(("ARGOS_", "XDG_"))},
+        "HOME": str(home),
+        "ARGOS_PACKAGES_DIR": str(home / "packages"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        **dict.fromkeys(("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"), closed),
+        "no_proxy": "",
+        "PYTHONPATH": "",
+    }

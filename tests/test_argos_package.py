@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from helpers import SENTENCES, run_script, toy_sentences, unseen_sentences
-from helpers.argos import argos_environ, argos_python, started_libretranslate, upstream_argos_python
+from helpers.argos import argos_python, started_libretranslate, upstream_argos_python
 from helpers.browser import browser_missing, headless_chromium, wait_for
 from helpers.servers import free_port
 from inference import load_translator
+from inference.argos_package import offline_environ
 
 pytestmark = pytest.mark.xdist_group("test_argos_package")  # its module fixtures made once, on one worker
 
@@ -112,7 +113,7 @@ def test_argostranslate_installs_it_and_translates_offline_as_our_engine(argostr
         input=json.dumps(texts),
         capture_output=True,
         text=True,
-        env=argos_environ(tmp_path),
+        env=offline_environ(tmp_path),
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -135,7 +136,7 @@ def libretranslate(package, tmp_path_factory):
     says: the package installed, the empty index the export wrote beside it, de and en only."""
     python = argos_python()
     home = tmp_path_factory.mktemp("libretranslate")
-    env = {**argos_environ(home), "ARGOS_PACKAGE_INDEX": f"file://{package.parent}/"}
+    env = {**offline_environ(home), "ARGOS_PACKAGE_INDEX": f"file://{package.parent}/"}
     install = "import argostranslate.package as p, sys; p.install_from_path(sys.argv[1])"
     subprocess.run([python, "-c", install, package], env=env, check=True, capture_output=True, timeout=120)
     port = free_port()

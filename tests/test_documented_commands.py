@@ -39,10 +39,11 @@ import torch
 from helpers import ROOT, TOY_CORPUS, toy_sentences
 from helpers.argos import ENV as ARGOS_ENV
 from helpers.argos import INSTALL as ARGOS_INSTALL
-from helpers.argos import argos_environ, argos_python, started_libretranslate
+from helpers.argos import argos_python, started_libretranslate
 from helpers.browser import browser_missing
 from helpers.documented import documented_commands
 from helpers.terminal import open_terminal
+from inference.argos_package import offline_environ
 
 # Steps and data of a training run on the toy corpus: 2 steps, 5 sentences to validate and test on;
 # RUN_SHORT keeps the attention evaluations (the tab shows them), SHORT leaves them out (an
@@ -289,7 +290,7 @@ class Checkout:
             "HF_HUB_OFFLINE": "1",
             "HF_DATASETS_OFFLINE": "1",
         }
-        self.argos_env = argos_environ(root / "home", self.env)
+        self.argos_env = offline_environ(root / "home", self.env)
 
     def as_written(self, command: str) -> str:
         """The command with the user's own things made real (module docstring)."""

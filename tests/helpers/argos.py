@@ -6,9 +6,7 @@ environment, so it gets a virtual environment of its own, made once per machine 
 argostranslate LibreTranslate runs on. Where it cannot be made (no package index) the tests that
 need it skip and say why; in CI they fail instead.
 
-Every run of argostranslate here is offline and alone: its packages, settings and caches in a
-folder of the test's (`argos_environ`), and every HTTP(S) request sent to a closed port, so that
-anything that would download (MiniSBD's splitters, the package index) fails at once.
+Every run of argostranslate here is offline and alone (inference/argos_package.offline_environ).
 """
 
 import os
@@ -18,6 +16,7 @@ import sys
 import sysconfig
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,22 +29,29 @@ INSTALL = "python3 -m venv ~/libretranslate && ~/libretranslate/bin/pip install 
 ENV = ROOT / ".cache" / "libretranslate-1.9.6"
 
 
+def _made_once(folder: Path, make: Callable[[], subprocess.CompletedProcess], what: str) -> None:
+    """`folder` made by `make()` unless an earlier session made it whole (its `.installed`);
+    under a lock, so that pytest-xdist's workers make it once. A failure skips the test with
+    the reason, or fails it in CI."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{folder}.lock"):
+        if (folder / ".installed").exists():
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        made = make()
+        if made.returncode != 0:
+            shutil.rmtree(folder, ignore_errors=True)
+            reason = f"cannot install {what}: {(made.stderr or made.stdout).strip()[-300:]}"
+            if os.environ.get("CI"):
+                pytest.fail(reason)
+            pytest.skip(reason)
+        (folder / ".installed").touch()
+
+
 def argos_python() -> Path:
     """The interpreter of the environment with LibreTranslate and argostranslate, made if needed."""
-    ENV.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(f"{ENV}.lock"):
-        if not (ENV / ".installed").exists():
-            shutil.rmtree(ENV, ignore_errors=True)
-            made = subprocess.run(
-                ["bash", "-c", INSTALL.replace("~/libretranslate", str(ENV))], capture_output=True, text=True
-            )
-            if made.returncode != 0:
-                shutil.rmtree(ENV, ignore_errors=True)
-                reason = f"cannot install LibreTranslate ({INSTALL}): {(made.stderr or made.stdout).strip()[-300:]}"
-                if os.environ.get("CI"):
-                    pytest.fail(reason)
-                pytest.skip(reason)
-            (ENV / ".installed").touch()
+    command = ["bash", "-c", INSTALL.replace("~/libretranslate", str(ENV))]
+    _made_once(ENV, lambda: subprocess.run(command, capture_output=True, text=True), f"LibreTranslate ({INSTALL})")
     return ENV / "bin" / "python"
 
 
@@ -59,47 +65,17 @@ def upstream_argos_python() -> Path:
     reads this project's packages (torch, CTranslate2, SentencePiece, MiniSBD) through a .pth
     file and installs argostranslate and stanza beside them without their pinned dependencies
     (spaCy is imported only if present, and only its own sentence splitter uses it)."""
-    UPSTREAM.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(f"{UPSTREAM}.lock"):
-        if not (UPSTREAM / ".installed").exists():
-            shutil.rmtree(UPSTREAM, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", "--without-pip", UPSTREAM], check=True)
-            [site] = (UPSTREAM / "lib").glob("python3*/site-packages")
-            (site / "minitrans.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-            packages = ["argostranslate==1.11.0", "stanza==1.10.1", "emoji==2.16.0"]
-            made = subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, *packages],
-                capture_output=True,
-                text=True,
-            )
-            if made.returncode != 0:
-                shutil.rmtree(UPSTREAM, ignore_errors=True)
-                reason = f"cannot install upstream argostranslate: {(made.stderr or made.stdout).strip()[-300:]}"
-                if os.environ.get("CI"):
-                    pytest.fail(reason)
-                pytest.skip(reason)
-            (UPSTREAM / ".installed").touch()
+
+    def make() -> subprocess.CompletedProcess:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", UPSTREAM], check=True)
+        [site] = (UPSTREAM / "lib").glob("python3*/site-packages")
+        (site / "minitrans.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        packages = ["argostranslate==1.11.0", "stanza==1.10.1", "emoji==2.16.0"]
+        install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, *packages]
+        return subprocess.run(install, capture_output=True, text=True)
+
+    _made_once(UPSTREAM, make, "upstream argostranslate")
     return UPSTREAM / "bin" / "python"
-
-
-def argos_environ(home: Path, base: dict[str, str] | None = None) -> dict[str, str]:
-    """`base` (default: this process's environment) for argostranslate or LibreTranslate with
-    everything they keep under `home` and no network."""
-    closed = "http://127.0.0.1:9"  # the discard port: nothing listens, every request fails at once
-    return {
-        **{k: v for k, v in (os.environ if base is None else base).items() if not k.startswith(("ARGOS_", "XDG_"))},
-        "HOME": str(home),
-        "ARGOS_PACKAGES_DIR": str(home / "packages"),
-        "XDG_DATA_HOME": str(home / "data"),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "http_proxy": closed,
-        "https_proxy": closed,
-        "HTTP_PROXY": closed,
-        "HTTPS_PROXY": closed,
-        "no_proxy": "",
-        "PYTHONPATH": "",
-    }
 
 
 def started_libretranslate(process: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:

@@ -47,6 +47,10 @@ COMMON = [
     "train.keep_last=5",
     "train.threads=1",
     "train.max_minutes=null",
+    # what these runs check is training and resuming: the maps and head importance of a
+    # two-process run are the documented torchrun command's (test_documented_commands.py)
+    "train.attention_every=0",
+    "train.head_importance=false",
 ]
 
 

@@ -46,13 +46,14 @@ from helpers.terminal import open_terminal
 from inference.argos_package import offline_environ
 
 # Steps and data of a training run on the toy corpus: 2 steps, 5 sentences to validate and test on;
-# RUN_SHORT keeps the attention evaluations (the tab shows them), SHORT leaves them out (an
-# untrained model's probes take seconds to draw: its translations run to the limit).
-RUN_SHORT = "train.max_steps=2 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360"
-SHORT = RUN_SHORT + " train.attention_every=0"
+# RUN_SHORT keeps the attention evaluations (the tab shows them) of one probe sentence, SHORT leaves
+# them out (an untrained model's probes take seconds to draw: its translations run to the limit).
+STEPS = "train.max_steps=2 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360"
+RUN_SHORT = STEPS + " train.attention_probes=1"
+SHORT = STEPS + " train.attention_every=0"
 # the same on Multi30k itself: 1,000 of its pairs
 MULTI30K_SHORT = SHORT.replace("vocab_size=360", "vocab_size=1000") + " data.max_train_examples=1000"
-SHORT_SPEED = "--steps 1 --rounds 1 --warmup 0 --precisions fp32 --vocab-size 360"
+SHORT_SPEED = "--steps 1 --rounds 1 --warmup 0 --precisions fp32 --vocab-size 360 --max-tokens 512"
 
 
 @dataclass
@@ -193,7 +194,8 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_lr_dropout": Command(needs=("proxy_lr_dropout",)),
     'make train ARGS="-m experiment=proxy data.tokenizer.vocab_size=2000,4000,8000 '
     'hydra.sweep.dir=runs/multirun/proxy_vocab"': Command(
-        short="train.max_steps=2 train.eval_every=2 data.max_train_examples=8000 data.max_eval_examples=5",
+        short="train.max_steps=2 train.eval_every=2 data.max_train_examples=8000 data.max_eval_examples=5 "
+        "train.attention_every=0",
         multi30k=True,
     ),
     ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_vocab": Command(needs=("proxy_vocab",), multi30k=True),

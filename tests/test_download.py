@@ -96,6 +96,7 @@ def test_train_py_downloads_trains_and_then_reads_the_cache(toy_mirror, tmp_path
             f"data.cache_dir={cache}",
             "train.max_steps=20",
             "train.eval_every=10",
+            "train.attention_every=0",
             "train.head_importance=false",
             env=env,
         )
@@ -112,6 +113,8 @@ def test_train_py_downloads_trains_and_then_reads_the_cache(toy_mirror, tmp_path
         f"data.cache_dir={cache}",
         "train.max_steps=10",
         "train.eval_every=10",
+        "train.attention_every=0",
+        "train.head_importance=false",
         env=env,
     )
     assert "downloading" not in (tmp_path / "second" / "train.log").read_text()

@@ -52,6 +52,7 @@ def test_a_signal_saves_a_checkpoint_and_the_same_command_continues(tmp_path, si
         "train.eval_every=10",
         "train.checkpoint_every=1000",
         "train.attention_every=0",
+        "train.head_importance=false",
         "train.threads=1",
         "train.max_minutes=null",
     ]
@@ -123,6 +124,7 @@ FIRST_RUN = (
     "train.checkpoint_every=20",
     "train.max_minutes=null",
     "train.attention_every=0",
+    "train.head_importance=false",
     "train.threads=1",
 )
 
@@ -182,6 +184,7 @@ def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
         "train.eval_every=10",
         "train.max_minutes=null",
         "train.attention_every=0",
+        "train.head_importance=false",
         "train.threads=1",
         f"train.init_from={first_run}",
     )

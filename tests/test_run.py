@@ -74,6 +74,7 @@ def test_separate_vocabularies_get_separate_embeddings(tmp_path):
         "train.max_steps=10",
         "train.eval_every=10",
         "train.attention_every=0",
+        "train.head_importance=false",
         "train.threads=1",
     )
     checkpoint = load_checkpoint(tmp_path / "checkpoints" / "best.pt")

@@ -85,6 +85,7 @@ def linear_budget_run(clock: FakeClock, minutes: float, run_dir, monkeypatch, ca
         "train.eval_every=10",
         "train.log_every=1",
         "train.attention_every=0",
+        "train.head_importance=false",
         "train.threads=1",
     )
     return cfg, train(cfg, run_dir, clock=clock)

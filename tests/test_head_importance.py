@@ -119,9 +119,12 @@ def test_heads_command_writes_json_table_and_figure(ci_run, tmp_path):
     first = result["heads"][0]
     assert f"{first['kind']}:{first['layer']}:{first['head']}" in out.stdout.splitlines()[2]  # most important first
     assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # the same checkpoint and validation loss as the training run measured
-    trained = json.loads((ci_run / "results.json").read_text())["head_importance"]
-    assert result["base"]["loss"] == pytest.approx(trained["base"]["loss"], rel=1e-4)
+    # the same checkpoint and validation loss as the training run measured: heads.py in float32,
+    # training in its own precision (bf16 autocast where the CPU has bf16: 0.2% apart on an Intel
+    # Xeon with AMX)
+    trained = json.loads((ci_run / "results.json").read_text())
+    tolerance = 1e-2 if trained["precision"] == "bf16" else 1e-4
+    assert result["base"]["loss"] == pytest.approx(trained["head_importance"]["base"]["loss"], rel=tolerance)
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,6 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from training.config import register_configs, to_run_config
-from training.run import train
 from utils.checkpoint_files import checkpoint_folder, latest_step_checkpoint
 from utils.cli import os_error_line, run_command
 
@@ -42,10 +41,17 @@ def continue_command(overrides: list[str], run_dir: Path) -> str:
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir, overrides = Path(hydra_cfg.runtime.output_dir), list(hydra_cfg.overrides.task)
-    # only the settings given here are refused when unread: an experiment's are not the user's
-    status = run_command(
-        lambda: train(to_run_config(cfg, overrides), run_dir), lambda: continue_command(overrides, run_dir)
-    )
+
+    def checked_then_trained() -> None:
+        # only the settings given here are refused when unread: an experiment's are not the user's
+        run = to_run_config(cfg, overrides)
+        # the engine (torch, datasets, TensorBoard: ~2 s of imports) only once the config holds,
+        # so that a misspelled or refused setting is said at once
+        from training.run import train
+
+        train(run, run_dir)
+
+    status = run_command(checked_then_trained, lambda: continue_command(overrides, run_dir))
     if status:
         sys.exit(status)
 

@@ -15,8 +15,9 @@ _EXPORTS = {
     "TokenBucketSampler": "data.batching",
     "collate": "data.batching",
     "token_batches": "data.batching",
+    "DataConfig": "data.config",
+    "TokenizerConfig": "data.config",
     "load_multi30k": "data.multi30k",
-    "DataConfig": "data.prepare",
     "PreparedData": "data.prepare",
     "prepare_data": "data.prepare",
     "SampledPairs": "data.subword_sampling",
@@ -25,15 +26,15 @@ _EXPORTS = {
     "PAD_ID": "data.tokenizer",
     "UNK_ID": "data.tokenizer",
     "Tokenizer": "data.tokenizer",
-    "TokenizerConfig": "data.tokenizer",
     "train_tokenizer": "data.tokenizer",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_imports.py: the same names)
     from data.batching import Batch, TokenBucketSampler, collate, token_batches  # noqa: F401
+    from data.config import DataConfig, TokenizerConfig  # noqa: F401
     from data.multi30k import load_multi30k  # noqa: F401
-    from data.prepare import DataConfig, PreparedData, prepare_data  # noqa: F401
+    from data.prepare import PreparedData, prepare_data  # noqa: F401
     from data.subword_sampling import SampledPairs  # noqa: F401
     from data.tokenizer import (  # noqa: F401
         BOS_ID,
@@ -41,7 +42,6 @@ if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_imp
         PAD_ID,
         UNK_ID,
         Tokenizer,
-        TokenizerConfig,
         train_tokenizer,
     )
 

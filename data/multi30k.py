@@ -12,6 +12,7 @@ from pathlib import Path
 
 from datasets import DatasetDict
 
+from data.config import ENV_VAR, OFFICIAL_URL
 from data.download import download_gzip_files
 from data.sources import load_files
 from utils.errors import UserError
@@ -20,13 +21,6 @@ LANGUAGES = ("en", "de", "fr", "cs")
 STANDARD_SPLITS = ("train", "val", "test_2016_flickr")
 # Test years the official repository also ships; used when a local folder has them.
 EXTRA_TEST_SPLITS = ("test_2017_flickr", "test_2018_flickr", "test_2017_mscoco")
-OFFICIAL_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
-ENV_VAR = "MULTI30K_DIR"
-
-
-def downloaded(configured: str | None) -> bool:
-    """Whether Multi30k is downloaded: no local folder configured, none in $MULTI30K_DIR."""
-    return not (configured or os.environ.get(ENV_VAR))
 
 
 def resolve_data_dir(configured: str | None) -> Path | None:

@@ -12,7 +12,7 @@ import io
 import json
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ import numpy as np
 import sentencepiece as spm
 
 from data.columns import column_lines, digest_lines
+from data.config import TokenizerConfig
 from utils.device import usable_cores
 from utils.errors import UserError
 from utils.files import atomic_file
@@ -34,26 +35,6 @@ PAD_ID = 0
 UNK_ID = 1
 BOS_ID = 2
 EOS_ID = 3
-
-
-@dataclass
-class TokenizerConfig:
-    model_type: str = "unigram"  # or "bpe"
-    vocab_size: int = 8000
-    joint: bool = True  # one vocabulary for both languages (needed for shared embeddings)
-    character_coverage: float = 1.0  # Multi30k's alphabets are small: keep every character
-    # Unknown characters are spelled as UTF-8 bytes instead of mapping to unk, so any input
-    # round-trips exactly (costs 256 vocabulary entries).
-    byte_fallback: bool = True
-    # SentencePiece learns from at most this many sentences, drawn at random with `seed` from a
-    # larger corpus: a million pairs' two million sentences would take minutes and gigabytes for
-    # a vocabulary that a sample learns as well. Multi30k's 58,000 are all used.
-    max_sentences: int = 1_000_000
-    seed: int = 1234  # the same sample, so the same tokenizer, whenever it is trained again
-
-    def __post_init__(self) -> None:
-        if self.model_type not in ("unigram", "bpe"):
-            raise ValueError(f"tokenizer model_type must be 'unigram' or 'bpe', not {self.model_type!r}")
 
 
 class Tokenizer:

@@ -1,18 +1,40 @@
-"""minitrans model: a from-scratch encoder-decoder Transformer."""
+"""minitrans model: a from-scratch encoder-decoder Transformer.
 
-from model.attention import AttentionSteps, KVCache, MultiHeadAttention, scaled_dot_product_attention
-from model.config import TransformerConfig
-from model.transformer import AttentionMaps, DecoderCache, DecoderOutput, Transformer, TransformerOutput
+The names below are imported when first used (PEP 562): a program that needs only the
+configuration (train.py checking its settings) starts without torch.
+"""
 
-__all__ = [
-    "AttentionMaps",
-    "AttentionSteps",
-    "DecoderCache",
-    "DecoderOutput",
-    "KVCache",
-    "MultiHeadAttention",
-    "Transformer",
-    "TransformerConfig",
-    "TransformerOutput",
-    "scaled_dot_product_attention",
-]
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+# each name this package exports -> the module that defines it
+_EXPORTS = {
+    "AttentionSteps": "model.attention",
+    "KVCache": "model.attention",
+    "MultiHeadAttention": "model.attention",
+    "scaled_dot_product_attention": "model.attention",
+    "TransformerConfig": "model.config",
+    "AttentionMaps": "model.transformer",
+    "DecoderCache": "model.transformer",
+    "DecoderOutput": "model.transformer",
+    "Transformer": "model.transformer",
+    "TransformerOutput": "model.transformer",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_layers.py: the same names)
+    from model.attention import AttentionSteps, KVCache, MultiHeadAttention, scaled_dot_product_attention  # noqa: F401
+    from model.config import TransformerConfig  # noqa: F401
+    from model.transformer import (  # noqa: F401
+        AttentionMaps,
+        DecoderCache,
+        DecoderOutput,
+        Transformer,
+        TransformerOutput,
+    )
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'model' has no attribute {name!r}")
+    return getattr(import_module(_EXPORTS[name]), name)

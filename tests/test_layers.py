@@ -2,6 +2,8 @@
 change low in the house never has to look up, and the model never sees Hydra."""
 
 import ast
+import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -62,36 +64,38 @@ def test_every_package_of_the_house_has_its_place():
     assert packages == set(BELOW)
 
 
-def test_the_data_packages_names_are_its_modules_and_the_type_checkers():
-    """data/__init__.py imports its names when first used: each one named there resolves to its
-    module's, and the eager imports type checkers read name the same ones."""
-    import data
-
-    for name, module in data._EXPORTS.items():
-        assert getattr(data, name) is getattr(__import__(module, fromlist=[name]), name)
-    tree = ast.parse((ROOT / "data" / "__init__.py").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("package", ["data", "model"])
+def test_a_packages_names_are_its_modules_and_the_type_checkers(package):
+    """data/ and model/__init__.py import their names when first used: each one named there
+    resolves to its module's, and the eager imports type checkers read name the same ones."""
+    imported = importlib.import_module(package)
+    for name, module in imported._EXPORTS.items():
+        assert getattr(imported, name) is getattr(importlib.import_module(module), name)
+    tree = ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))
     checked = {
         alias.name: node.module
         for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("data.")
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"{package}.")
         for alias in node.names
     }
-    assert checked == data._EXPORTS
+    assert checked == imported._EXPORTS
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
-        data.Nothing  # noqa: B018
+        imported.Nothing  # noqa: B018
+
+
+def loaded_by(module: str, libraries: set[str]) -> list[str]:
+    """Which of `libraries` importing `module` (one of the commands) loads, in a fresh process."""
+    script = f"import json, sys, {module}; print(json.dumps(sorted({libraries!r} & set(sys.modules))))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_train_py_checks_its_settings_before_loading_the_engine():
+    """train.py composes and checks the config with Hydra and the dataclasses alone: a misspelled
+    or refused setting is said before torch, the corpus libraries and TensorBoard load (~2 s)."""
+    assert loaded_by("train", {"torch", "datasets", "pandas", "pyarrow", "matplotlib", "tensorboard"}) == []
 
 
 def test_translating_starts_without_the_corpus_libraries():
     """translate.py's imports leave out `datasets`, pandas and Arrow (seconds at every start)."""
-    loaded = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, translate; print(sorted({'datasets', 'pandas', 'pyarrow'} & set(sys.modules)))",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert loaded == "[]"
+    assert loaded_by("translate", {"datasets", "pandas", "pyarrow"}) == []

@@ -16,8 +16,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from data import DataConfig
-from model import TransformerConfig
+from data.config import DataConfig
+from model.config import TransformerConfig
 from utils.errors import UserError
 from utils.settings import default_of, override_keys, read_when, refuse_unless, unread_settings
 

@@ -1,0 +1,121 @@
+"""What a run's data is: the corpus, the language pair, the tokenizer and the batches' text,
+as typed dataclasses that Hydra fills in (training/config.py) and that check their values when
+built. Nothing here loads anything: a misspelled or refused setting is said before torch or
+datasets are imported (train.py), and data/prepare.py does the loading.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+from utils.settings import read_when, refuse_unless
+
+OFFICIAL_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
+ENV_VAR = "MULTI30K_DIR"
+
+
+def downloaded(configured: str | None) -> bool:
+    """Whether Multi30k is downloaded: no local folder configured, none in $MULTI30K_DIR."""
+    return not (configured or os.environ.get(ENV_VAR))
+
+
+@dataclass
+class TokenizerConfig:
+    model_type: str = "unigram"  # or "bpe"
+    vocab_size: int = 8000
+    joint: bool = True  # one vocabulary for both languages (needed for shared embeddings)
+    character_coverage: float = 1.0  # Multi30k's alphabets are small: keep every character
+    # Unknown characters are spelled as UTF-8 bytes instead of mapping to unk, so any input
+    # round-trips exactly (costs 256 vocabulary entries).
+    byte_fallback: bool = True
+    # SentencePiece learns from at most this many sentences, drawn at random with `seed` from a
+    # larger corpus: a million pairs' two million sentences would take minutes and gigabytes for
+    # a vocabulary that a sample learns as well. Multi30k's 58,000 are all used.
+    max_sentences: int = 1_000_000
+    seed: int = 1234  # the same sample, so the same tokenizer, whenever it is trained again
+
+    def __post_init__(self) -> None:
+        if self.model_type not in ("unigram", "bpe"):
+            raise ValueError(f"tokenizer model_type must be 'unigram' or 'bpe', not {self.model_type!r}")
+
+
+def _by(*sources: str) -> dict:
+    """The field is read only when data.source (the data=... option) is one of `sources`."""
+    return read_when(lambda cfg: cfg.source in sources, f"read by data={', '.join(sources)}; add data={sources[0]}")
+
+
+TABLES = ("files", "tsv", "jsonl", "hf")  # the sources that read their splits from data.train, val, test
+CARVED = read_when(
+    lambda cfg: cfg.source in TABLES and cfg.val is None,
+    "read only where training pairs are set aside for validation: by data=files, tsv, jsonl and hf without data.val",
+)
+
+
+@dataclass
+class DataConfig:
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    # where the pairs come from (data/sources.py): multi30k, files, tsv, jsonl or hf
+    source: str = "multi30k"
+    # multi30k: the local folder; None: $MULTI30K_DIR, else download
+    dir: str | None = field(default=None, metadata=_by("multi30k"))
+    # multi30k without a local folder: where its files are downloaded from, {split} and {lang}
+    # filled in (a mirror, or a local server); kept under cache_dir/downloads/
+    url: str = field(
+        default=OFFICIAL_URL,
+        metadata=read_when(
+            lambda cfg: cfg.source == "multi30k" and downloaded(cfg.dir),
+            f"read only where Multi30k is downloaded: by data=multi30k without data.dir and ${ENV_VAR}",
+        ),
+    )
+    # files: a prefix per split ({prefix}.{lang}, or .gz); tsv, jsonl: a file per split; hf: the
+    # dataset's split names. Any number of test splits; without val, val_size training pairs
+    # drawn with val_seed validate instead.
+    train: str | None = field(default=None, metadata=_by(*TABLES))
+    val: str | None = field(default=None, metadata=_by(*TABLES))
+    test: list[str] = field(default_factory=list, metadata=_by(*TABLES))
+    val_size: int = field(default=1000, metadata=CARVED)
+    val_seed: int = field(default=1234, metadata=CARVED)
+    # tsv: a column number, or its name with header=true (defaults 0 and 1); jsonl: a key, or a
+    # language under "translation"; hf: a column, or a language of the translation column
+    # (defaults: the languages)
+    src_field: str | None = field(default=None, metadata=_by("tsv", "jsonl", "hf"))
+    tgt_field: str | None = field(default=None, metadata=_by("tsv", "jsonl", "hf"))
+    header: bool = field(default=False, metadata=_by("tsv"))
+    # tsv: "none", a field is all between two tabs, quotes too; "csv", fields in double quotes by
+    # CSV rules (a tab inside, "" for a quote)
+    quoting: str = field(default="none", metadata=_by("tsv"))
+    # hf: a dataset on the hub, or a local folder (save_to_disk) or data files
+    name: str | None = field(default=None, metadata=_by("hf"))
+    subset: str | None = field(default=None, metadata=_by("hf"))  # hf: the dataset's configuration, e.g. de-en
+    cache_dir: str = ".cache/minitrans"  # downloads, tokenizers and tokenized splits
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    # First N pairs only (quick runs, CI); None keeps everything. The tokenizer is trained on
+    # the training subset, so a small run also trains a small tokenizer quickly.
+    max_train_examples: int | None = None
+    max_eval_examples: int | None = None  # per validation/test split
+    # Subword regularisation (data/subword_sampling.py): above 0, every epoch trains on each
+    # pair in segmentations drawn from its n best, P(x)^alpha-weighted with alpha this value
+    # (unigram tokenizer only); 0: the best segmentation throughout, as validation and test.
+    subword_sampling: float = 0.0
+    subword_n_best: int = field(
+        default=16,
+        metadata=read_when(
+            lambda cfg: cfg.subword_sampling > 0, "read only with subword sampling on: give data.subword_sampling > 0"
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        """Values that types cannot refuse, refused when the config is built."""
+        refuse_unless(
+            (self.val_size > 0, f"data.val_size must be positive, not {self.val_size}"),
+            (self.quoting in ("none", "csv"), f"data.quoting must be none or csv, not {self.quoting!r}"),
+            (
+                self.subword_sampling >= 0 and self.subword_n_best >= 2,
+                "data.subword_sampling must be >= 0 (0: off) and data.subword_n_best at least 2",
+            ),
+            (
+                self.subword_sampling == 0 or self.tokenizer.model_type == "unigram",
+                "data.subword_sampling needs data.tokenizer.model_type=unigram (a BPE model has no n best "
+                "segmentations)",
+            ),
+        )

@@ -19,6 +19,21 @@ def test_ci_experiment_trains_end_to_end(ci_run):
     assert results["steps"] == 240
     assert results["total_minutes"] > results["minutes"] > 0  # the final evaluation counts too
     assert results["peak_rss_mb"] > 100
+    # where its time went: each thing the ci run does beside its steps took some, and the parts are
+    # the run (one session) to the rounding of the minutes
+    spent = results["seconds"]
+    assert set(spent) == {
+        "training steps",
+        "preparation (data, model)",
+        "validation",
+        "attention maps",
+        "checkpoints",
+        "final validation and averaging",
+        "test decoding",
+        "head importance",
+    }
+    assert all(seconds > 0 for seconds in spent.values())
+    assert abs(sum(spent.values()) / 60 - results["total_minutes"]) < 0.02
     assert (ci_run / "checkpoints" / "best.pt").is_file()
     assert (ci_run / "checkpoints" / "step_0000240.pt").is_file()
     assert (ci_run / "spm_joint.model").is_file() and (ci_run / ".hydra" / "config.yaml").is_file()

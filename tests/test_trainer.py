@@ -67,6 +67,35 @@ def test_time_budget_stops_training_and_leaves_the_reserve(tmp_path, monkeypatch
     # the 20 s of final evaluation fit the 30 s reserve: the whole run within its minute
     assert results["total_minutes"] == round(51 / 60, 2) <= 1.0
     assert "time budget of 1.0 minutes (0.5 kept for the final evaluation) reached at step 31" in caplog.text
+    # where the minute went, adding up to it: no validation or maps while training (QUIET)
+    assert results["seconds"] == {
+        "training steps": 31.0,
+        "preparation (data, model)": 0.0,
+        "checkpoints": 0.0,
+        "final validation and averaging": 10.0,
+        "test decoding": 10.0,
+    }
+    assert "where this session's time went: training steps 31.0 s (60.8%), preparation" in caplog.text
+
+
+def test_the_time_beside_the_steps_is_counted_where_it_is_spent(tmp_path, monkeypatch):
+    """Validations (a translation of the validation set each, 5 s on the fake clock) and the test
+    set's decoding are counted apart from the steps; the parts add up to the session."""
+    clock = FakeClock(per_step=1.0, per_translation=5.0)
+    clock.install(monkeypatch)
+    cfg = compose_config(
+        "experiment=ci", *TOY_DATA, "train.max_minutes=null", "train.max_steps=10", "train.eval_every=5", *QUIET[1:]
+    )
+    results = train(cfg, tmp_path, clock=clock)
+    assert results["seconds"] == {
+        "training steps": 10.0,
+        "preparation (data, model)": 0.0,
+        "validation": 10.0,
+        "checkpoints": 0.0,
+        "final validation and averaging": 0.0,  # step 10 was validated, and ci averages nothing
+        "test decoding": 5.0,
+    }
+    assert clock() == 25.0
 
 
 def linear_budget_run(clock: FakeClock, minutes: float, run_dir, monkeypatch, caplog) -> tuple:

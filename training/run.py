@@ -70,7 +70,7 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
         model_cfg = model_config_for(run.model, data.tokenizer)
         if run.model.share_embeddings and not model_cfg.share_embeddings:
             log.info("separate source and target vocabularies: each side gets its own embedding")
-        trainer = Trainer(run, model_cfg, run_dir, data, device, ddp, clock)
+        trainer = Trainer(run, model_cfg, run_dir, data, device, ddp, clock, started)
         log.info(
             "model: %.2fM parameters | device %s | %d threads | %d process(es) | %d training pairs",
             trainer.model.num_parameters() / 1e6,
@@ -81,7 +81,7 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
         )
         start(trainer.state, run, data.tokenizer, run_dir, ddp)
         with logging_redirect_tqdm():
-            trainer.fit(started)
+            trainer.fit()
             checksum = sum(p.detach().double().sum().item() for p in trainer.model.parameters())
             log.info(
                 "rank %d/%d stopped at step %d, parameter checksum %.15e",

@@ -30,6 +30,7 @@ from training.progress_bar import ProgressBar
 from training.schedule import Schedule
 from training.state import Progress, RandomStreams, TrainState
 from training.step import train_step
+from training.time_spent import TimeSpent, summary
 from training.validation import Validation
 from utils.checkpoint_files import (
     BEST,
@@ -41,13 +42,16 @@ from utils.checkpoint_files import (
 from utils.errors import UserError
 
 log = logging.getLogger("train")
+ATTENTION, CHECKPOINTS = "attention maps", "checkpoints"  # parts of the time spent, each counted in several places
 
 
 class Trainer:
     """Holds a run's moving parts (its `state`: what a checkpoint saves, see training/state.py;
     and data, validation, writer); `fit` trains.
 
-    `clock` gives seconds for the time budget and the schedule's plan (tests pass a fake one).
+    `clock` gives seconds for the time budget and the schedule's plan (tests pass a fake one);
+    `started` is its reading when this session of the run began (data preparation counts against
+    the budget, and is the first part of the time spent: `time`).
     """
 
     def __init__(
@@ -59,9 +63,11 @@ class Trainer:
         device: torch.device,
         ddp: Distributed,
         clock: Callable[[], float] = time.monotonic,
+        started: float | None = None,
     ) -> None:
         self.run, self.cfg, self.run_dir = run, run.train, run_dir
         self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
+        self.time = TimeSpent(clock, clock() if started is None else started)
         self.ckpt_dir = checkpoint_folder(run_dir)
         torch.manual_seed(run.seed)  # the same initial weights on every rank
         self.model = Transformer(model_cfg).to(device)
@@ -168,14 +174,15 @@ class Trainer:
         Runs on rank 0 after `fit`, which saved the last step's checkpoint."""
         cfg, progress = self.cfg, self.state.progress
         started = self.clock()
-        if progress.step % cfg.eval_every != 0 or progress.best_bleu < 0:
-            self.evaluate()
-        paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last :] if cfg.average_last > 1 else []
-        if len(paths) > 1:  # one checkpoint is the weights just validated: nothing new to measure
-            self.model.load_state_dict(average_checkpoints(paths))
-            averaged_bleu = self.evaluate()  # saves the best checkpoint itself when the average wins
-            log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
-        self.model.load_state_dict(load_checkpoint(self.ckpt_dir / BEST)["model"])
+        with self.time.on("final validation and averaging"):
+            if progress.step % cfg.eval_every != 0 or progress.best_bleu < 0:
+                self.evaluate()
+            paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last :] if cfg.average_last > 1 else []
+            if len(paths) > 1:  # one checkpoint is the weights just validated: nothing new to measure
+                self.model.load_state_dict(average_checkpoints(paths))
+                averaged_bleu = self.evaluate()  # saves the best checkpoint itself when the average wins
+                log.info("average of %d checkpoints: val BLEU %.2f", len(paths), averaged_bleu)
+            self.model.load_state_dict(load_checkpoint(self.ckpt_dir / BEST)["model"])
 
         batches_per_epoch = len(self.batches.sampler) + self.batches.sampler.start
         results = {
@@ -187,26 +194,30 @@ class Trainer:
             "best_val_bleu": progress.best_bleu,
         }
         translator = self.validation.translator(cfg.test_beam_size)
-        results["test"] = test_scores(translator, self.data.text, self.run.data.tgt_lang, self.run_dir, self.clock)
+        with self.time.on("test decoding"):
+            results["test"] = test_scores(translator, self.data.text, self.run.data.tgt_lang, self.run_dir, self.clock)
         for scores in results["test"].values():
             self.writer.add_scalar("test/bleu", scores["bleu"], progress.step)
         if cfg.head_importance:
             sentences = cfg.head_importance_sentences
-            results["head_importance"] = importance_results(
-                self.model,
-                lambda: self.validation.measure(sentences),
-                sentences,
-                self.writer,
-                progress.step,
-                self.clock,
-            )
+            with self.time.on("head importance"):
+                results["head_importance"] = importance_results(
+                    self.model,
+                    lambda: self.validation.measure(sentences),
+                    sentences,
+                    self.writer,
+                    progress.step,
+                    self.clock,
+                )
         results["total_minutes"] = round((progress.elapsed + self.clock() - started) / 60, 2)
         results["peak_rss_mb"] = peak_rss_mb()
+        results["seconds"] = spent = self.time.breakdown()  # this session's, by what they were spent on
         log.info(
             "%.1f minutes in all, final evaluation included | peak memory (RSS) %s MB",
             results["total_minutes"],
             results["peak_rss_mb"],
         )
+        log.info("where this session's time went: %s", summary(spent))
         write_results(results, self.run, self.writer, self.run_dir)
         return results
 
@@ -265,14 +276,13 @@ class Trainer:
         self.last_grad_norm = result.grad_norm
         return lr, result.loss * normalizer / n_tokens, normalizer * self.ddp.world_size
 
-    def fit(self, started: float) -> None:
+    def fit(self) -> None:
         """Train until max_steps, max_epochs, the schedule's last step or the time budget,
         then save the last step's checkpoint. On SIGINT or SIGTERM: save after the current
-        step and raise Interrupted.
-
-        `started` is the clock() reading when this session of the run began (data
-        preparation counts against the budget)."""
+        step and raise Interrupted."""
         cfg, progress, ddp = self.cfg, self.state.progress, self.ddp
+        started = self.time.started  # moves on at each checkpoint, which adds the time since to progress.elapsed
+        self.time.add("preparation (data, model)", self.clock() - started)
         batches = self.batches(progress.epoch, progress.position, cfg.max_epochs)
         self.train_model.train()
 
@@ -281,7 +291,8 @@ class Trainer:
 
         attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
         if ddp.is_main and attention_every > 0 and progress.step == 0:
-            self.log_attention()  # the untrained maps: where the step slider of the ATTENTION tab starts
+            with self.time.on(ATTENTION):
+                self.log_attention()  # the untrained maps: where the step slider of the ATTENTION tab starts
         bar = ProgressBar(self.cfg.budget_seconds, cfg.max_steps, progress.step, elapsed(), enabled=ddp.is_main)
         last_plan = (progress.step, elapsed())  # where the speed of the next plan is measured from
         log_loss = log_tokens = 0.0
@@ -290,7 +301,8 @@ class Trainer:
             while progress.step < self.last_step():
                 if ddp.any(stop.signum is not None):
                     progress.elapsed, started = elapsed(), self.clock()
-                    path = self.save()
+                    with self.time.on(CHECKPOINTS):
+                        path = self.save()
                     bar.close()
                     raise Interrupted(stop.signum or signal.SIGTERM, progress.step, path)  # SIGTERM: another rank's
                 if ddp.any(elapsed() > self.cfg.budget_seconds):
@@ -335,9 +347,11 @@ class Trainer:
                 checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
                 attention_now = attention_every > 0 and progress.step % attention_every == 0
                 if ddp.is_main and evaluate_now:  # both restore the training mode they found
-                    self.evaluate()
+                    with self.time.on("validation"):
+                        self.evaluate()
                 if ddp.is_main and attention_now:
-                    self.log_attention()
+                    with self.time.on(ATTENTION):
+                        self.log_attention()
                 if (
                     evaluate_now
                     and self.state.schedule.kind == "linear"
@@ -350,13 +364,16 @@ class Trainer:
                     last_plan = (progress.step, now)
                 if checkpoint_now:
                     progress.elapsed, started = elapsed(), self.clock()
-                    self.save()
+                    with self.time.on(CHECKPOINTS):
+                        self.save()
                 if evaluate_now or checkpoint_now or attention_now:
                     ddp.barrier()
                     log_time = self.clock()  # evaluation time is not training throughput
         bar.close()
         if ddp.is_main and attention_every > 0 and progress.step % attention_every != 0:
-            self.log_attention()  # the last step's maps too: the end of the ATTENTION tab's step slider
+            with self.time.on(ATTENTION):
+                self.log_attention()  # the last step's maps too: the end of the ATTENTION tab's step slider
         progress.elapsed, started = elapsed(), self.clock()
         if self.saved_step != progress.step:
-            self.save()
+            with self.time.on(CHECKPOINTS):
+                self.save()

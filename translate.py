@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from inference.api import ENGINES, load_translator
 from inference.contract import Progress, Translating
+from inference.search_config import SearchConfig
 from inference.translator import Translator
 from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
 from utils.device import pick_device
@@ -101,7 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(N <= beam size; LINE counts from 1)",
     )
     run = parser.add_argument_group("machine")
-    run.add_argument("--batch-size", type=positive_int, default=64, help="sentences decoded together (default 64)")
+    run.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=SearchConfig.batch_size,
+        help=f"sentences decoded together (default {SearchConfig.batch_size})",
+    )
     run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
     run.add_argument("--threads", type=positive_int, help="CPU cores to use (default: all this process may use)")
     run.add_argument(

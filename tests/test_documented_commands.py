@@ -184,6 +184,7 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="hydra.run.dir=runs/final_1h"': Command(short=SHORT),
     'make -o .venv/.installed train ARGS="hydra.run.dir=runs/final_1h"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/recipe_1h"': Command(short=SHORT),
+    'make train ARGS="hydra.run.dir=runs/hour_amx_550bc90"': Command(short=SHORT),
     'make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '
     'data.test=[$MULTI30K_DIR/test_2016_flickr] data.src_lang=en data.tgt_lang=de"': Command(short=SHORT),
     # the English-German run the decoding benchmark and the typed-sentence timing read: with attention

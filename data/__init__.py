@@ -6,8 +6,9 @@ padding, not the corpus loaders, whose `datasets` (with pandas and Arrow) would 
 every start.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from utils.lazy_names import lazy_getattr
 
 # each name this package exports -> the module that defines it
 _EXPORTS = {
@@ -45,8 +46,4 @@ if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_imp
         train_tokenizer,
     )
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'data' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

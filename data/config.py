@@ -1,6 +1,6 @@
-"""What a run's data is: the corpus, the language pair, the tokenizer and the batches' text,
-as typed dataclasses that Hydra fills in (training/config.py) and that check their values when
-built. Nothing here loads anything: a misspelled or refused setting is said before torch or
+"""What a run's data is: the corpus, the language pair, the tokenizer and how much of the
+corpus, as typed dataclasses that Hydra fills in (training/config.py) and that check their values
+when built. Nothing here loads anything: a misspelled or refused setting is said before torch or
 datasets are imported (train.py), and data/prepare.py does the loading.
 """
 

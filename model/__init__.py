@@ -4,8 +4,9 @@ The names below are imported when first used (PEP 562): a program that needs onl
 configuration (train.py checking its settings) starts without torch.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from utils.lazy_names import lazy_getattr
 
 # each name this package exports -> the module that defines it
 _EXPORTS = {
@@ -33,8 +34,4 @@ if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_lay
         TransformerOutput,
     )
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'model' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

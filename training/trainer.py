@@ -62,12 +62,12 @@ class Trainer:
         data: PreparedData,
         device: torch.device,
         ddp: Distributed,
-        clock: Callable[[], float] = time.monotonic,
-        started: float | None = None,
+        clock: Callable[[], float],
+        started: float,
     ) -> None:
         self.run, self.cfg, self.run_dir = run, run.train, run_dir
         self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
-        self.time = TimeSpent(clock, clock() if started is None else started)
+        self.time = TimeSpent(clock, started)
         self.ckpt_dir = checkpoint_folder(run_dir)
         torch.manual_seed(run.seed)  # the same initial weights on every rank
         self.model = Transformer(model_cfg).to(device)

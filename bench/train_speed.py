@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/train_speed.py             # after `make install`; about 8 minutes
     .venv/bin/python bench/train_speed.py --vocab-size 4000 --allocators mimalloc   # another vocabulary
+    .venv/bin/python bench/train_speed.py --models minitrans --set "d_model=192 d_ff=384"  # a candidate shape
 
 Both models get the same real Multi30k batches (from $MULTI30K_DIR, max_tokens per batch as
 in training) in the same process, with the same loss (ours through model/output_loss.py,
@@ -151,7 +152,7 @@ def load_batches(max_tokens: int, count: int, vocab_size: int) -> list:
 def measure(args: argparse.Namespace) -> dict:
     """Both models, each precision, under the allocator this process was started with."""
     torch.set_num_threads(args.threads)
-    recipe = to_run_config(compose_config(f"model={args.model}"))
+    recipe = to_run_config(compose_config(f"model={args.model}", *(f"model.{kv}" for kv in args.set.split())))
     vocab_size = args.vocab_size or recipe.data.tokenizer.vocab_size
     cfg = dataclasses.replace(recipe.model, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size)
     batches = load_batches(args.max_tokens, args.steps, cfg.src_vocab_size)
@@ -160,7 +161,9 @@ def measure(args: argparse.Namespace) -> dict:
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
     peaks = {precision: matmul_peak(dtypes[precision]) for precision in args.precisions.split(",")}
     print(
-        f"[{args.allocator}] {args.model}, vocabulary {vocab_size}: {len(batches)} batches, {tokens} target tokens, "
+        f"[{args.allocator}] {args.model} {args.set}, {cfg.d_model}/{cfg.d_ff}, "
+        f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, {cfg.n_heads} heads, vocabulary {vocab_size}: "
+        f"{len(batches)} batches, {tokens} target tokens, "
         f"{flops / len(batches) / 1e9:.1f} GFLOP a step | matmul peak "
         + ", ".join(f"{precision} {peak:.0f}" for precision, peak in peaks.items())
         + " GFLOP/s",
@@ -169,7 +172,8 @@ def measure(args: argparse.Namespace) -> dict:
     rows = {}
     for precision in args.precisions.split(","):
         torch.manual_seed(0)
-        models = {"minitrans": Transformer(cfg), "nn.Transformer": TorchTransformer(cfg)}
+        builders = {"minitrans": Transformer, "nn.Transformer": TorchTransformer}
+        models = {name: builders[name](cfg) for name in args.models.split(",")}
         steps = {name: make_step(model.train(), precision == "bf16", 0.1) for name, model in models.items()}
         seconds = dict.fromkeys(models, 0.0)
         for name in models:
@@ -194,8 +198,9 @@ def measure(args: argparse.Namespace) -> dict:
                 f"{gflop_s:>6.1f} GFLOP/s ({100 * row['of_matmul_peak']:.0f}% of peak)",
                 flush=True,
             )
-        rows[f"ratio {precision}"] = round(seconds["nn.Transformer"] / seconds["minitrans"], 2)
-        print(f"[{args.allocator}] ratio {precision:<14} {rows[f'ratio {precision}']:>6.2f}x", flush=True)
+        if len(models) == 2:
+            rows[f"ratio {precision}"] = round(seconds["nn.Transformer"] / seconds["minitrans"], 2)
+            print(f"[{args.allocator}] ratio {precision:<14} {rows[f'ratio {precision}']:>6.2f}x", flush=True)
     return {
         "vocab_size": vocab_size,
         "gflop_per_step": round(flops / len(batches) / 1e9, 1),
@@ -209,6 +214,10 @@ def measure(args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="compact", help="a conf/model/*.yaml shape (default: the recipe's)")
+    parser.add_argument(
+        "--set", default="", help="model settings over --model's, space-separated: 'd_model=192 d_ff=384'"
+    )
+    parser.add_argument("--models", default="minitrans,nn.Transformer", help="which to time (both: their ratio)")
     parser.add_argument("--vocab-size", type=int, help="joint vocabulary (default: the recipe's, conf/data)")
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=8, help="batches per model per round")
@@ -268,7 +277,7 @@ def main() -> None:
     # nn.Transformer as it runs out of the box (glibc's malloc).
     ours_setup = training_allocator()
     summary = {}
-    if ours_setup in by_allocator and "glibc" in by_allocator:
+    if ours_setup in by_allocator and "glibc" in by_allocator and args.models == "minitrans,nn.Transformer":
         for precision in args.precisions.split(","):
             ours = by_allocator[ours_setup]["results"][f"minitrans {precision}"]["tokens_per_sec"]
             torch_default = by_allocator["glibc"]["results"][f"nn.Transformer {precision}"]["tokens_per_sec"]
@@ -281,6 +290,7 @@ def main() -> None:
         {
             "threads": args.threads,
             "model": args.model,
+            "set": args.set,
             "max_tokens": args.max_tokens,
             "rounds": args.rounds,
             "steps_per_round": args.steps,

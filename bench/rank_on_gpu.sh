@@ -10,6 +10,8 @@
 # steps with the linear schedule planned for them from the start (no time budget), in fp32
 # like the CPU unless a candidate says otherwise; the OVERRIDEs go to every candidate (e.g.
 # data.dir=...). Then `bench/sweep_table.py OUT` ranks them on validation BLEU.
+# A candidate that names no shape trains model=auto's for STEPS steps (conf/model/auto.yaml:
+# without a time limit the step count picks the row); model=NAME ranks a fixed shape.
 set -u
 if [ $# -lt 3 ]; then
   echo "usage: bench/rank_on_gpu.sh CANDIDATES OUT STEPS [OVERRIDE ...]" >&2

@@ -331,7 +331,7 @@ def test_python_api(case, user, untouched):
 TRAIN = {
     "misspelled key": (["train.lrr=1"], "Could not override 'train.lrr'; Key 'lrr' not in 'TrainConfig'"),
     "wrong type": (["train.max_steps=abc"], "Value 'abc' of type 'str' could not be converted to Integer"),
-    "unknown option": (["model=huge"], "Could not find 'model/huge'; available: base, compact, small, tiny"),
+    "unknown option": (["model=huge"], "Could not find 'model/huge'; available: auto, base, compact, small, tiny"),
     "precision": (["train.precision=fp8"], "train.precision must be auto, fp32 or bf16, not 'fp8'"),
     "heads": (["model.n_heads=7"], "invalid config: d_model (64) must be divisible by n_heads (7)"),
     "learning rate": (["train.lr=-1"], "train.lr must be positive, not -1.0"),
@@ -365,6 +365,14 @@ TRAIN = {
         "train.lr_floor is read by train.schedule=linear only",
     ),
     "unread: vocabulary size": (["model.src_vocab_size=1000"], "model.src_vocab_size is not read: a run takes it"),
+    "unread: a shape setting with the table": (
+        ["model=auto", "model.dropout=0.25"],
+        "model.dropout is not read with model=auto, whose table picks the shape",
+    ),
+    "a table without a row for any budget": (
+        ["model=auto", "shapes.compact.min_steps=10"],
+        "the shape table (model=auto) needs a row with min_steps 0",
+    ),
     "unread: header of JSONL": (["data=jsonl", "data.train=x", "data.header=true"], "data.header is read by data=tsv"),
     "line counts": (
         ["data=files", "data.train={u}/short"],

@@ -47,7 +47,8 @@ def test_every_config_composes_to_the_schema_defaults_and_what_its_files_change(
 
 @pytest.mark.parametrize(
     "path",
-    sorted(p for group in ("model", "data") for p in (CONF / group).glob("*.yaml")),
+    # model/auto.yaml is the table of shapes (tests/test_shape_choice.py), not settings of `model`
+    sorted(p for group in ("model", "data") for p in (CONF / group).glob("*.yaml") if p.stem != "auto"),
     ids=lambda p: f"{p.parent.name}/{p.stem}",
 )
 def test_group_options_set_only_what_differs_from_the_schema(path):
@@ -60,7 +61,8 @@ def test_group_options_set_only_what_differs_from_the_schema(path):
 
 def test_the_default_run_is_the_one_hour_recipe():
     run = to_run_config(compose_config())
-    assert run.model == TransformerConfig()  # model=compact is the model's defaults
+    assert run.model == TransformerConfig()  # the compact shape, the model's defaults
+    assert set(run.shapes) == {"compact", "small"}  # model=auto: the run picks one by this machine's speed
     assert run.model.d_model == 128 and run.model.n_encoder_layers == 4
     assert (run.train.max_minutes, run.train.precision, run.train.schedule) == (60, "auto", "linear")
     overridden = to_run_config(compose_config("experiment=ci", "train.precision=bf16"))
@@ -75,16 +77,18 @@ def test_hydra_settings_live_in_their_group():
 @pytest.mark.parametrize("path", sorted((CONF / "experiment").glob("*.yaml")), ids=lambda p: p.stem)
 def test_experiment_files_hold_only_what_they_change(path):
     """Every value an experiment file sets differs from the one the run would have without it,
-    and every model group it picks differs from the default's."""
+    and every model group it picks differs from the default's (model=auto)."""
     assert path.read_text().startswith("# @package _global_"), path
     experiment = yaml.safe_load(path.read_text())
     without = leaves(yaml.safe_load(yaml.safe_dump(OmegaConf.to_container(compose_config()))))
     for key, value in leaves({k: v for k, v in experiment.items() if k != "defaults"}).items():
         assert without[key] != value, f"{path.name} sets {key} to {value!r}, which it already is"
-    default_model = to_run_config(compose_config()).model
+    default = to_run_config(compose_config())
     for override in experiment.get("defaults", []):
         ((group, option),) = override.items()
-        assert group == "override /model" and to_run_config(compose_config(f"model={option}")).model != default_model
+        picked = to_run_config(compose_config(f"model={option}"))
+        # another shape, or a fixed one instead of the table's (model=auto)
+        assert group == "override /model" and (picked.model, picked.shapes) != (default.model, default.shapes)
 
 
 # --- a setting the run would not read is refused (utils/settings.py) --------------------------

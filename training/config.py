@@ -27,6 +27,7 @@ ATTENTION_LOGGED = read_when(
 )
 # The model settings a run takes from its tokenizer (training/run.py): given, they would be overwritten.
 FROM_TOKENIZER = ("src_vocab_size", "tgt_vocab_size", "pad_id", "unk_id", "bos_id", "eos_id")
+MODEL_DEFAULTS = {f.name: default_of(f) for f in dataclasses.fields(TransformerConfig)}
 
 
 @dataclass
@@ -162,11 +163,34 @@ class TrainConfig:
 
 
 @dataclass
+class ShapeRow:
+    """A row of the shape table (conf/model/auto.yaml, training/shape_choice.py): a shape with its
+    regularisation, taken where this machine's budget affords at least `min_steps` of it."""
+
+    min_steps: int = 0  # where it was measured to beat the next smaller row, on validation
+    model: TransformerConfig = field(default_factory=TransformerConfig)
+
+    def __post_init__(self) -> None:
+        refuse_unless((self.min_steps >= 0, f"a shape's min_steps must be >= 0, not {self.min_steps}"))
+
+
+@dataclass
 class RunConfig:
     model: TransformerConfig = field(default_factory=TransformerConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     seed: int = 1234
+    # model=auto fills this table, and the run takes its shape from it, by this machine's speed,
+    # instead of `model`; any other model=NAME leaves it empty and `model` is the shape
+    shapes: dict[str, ShapeRow] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        refuse_unless(
+            (
+                not self.shapes or any(row.min_steps == 0 for row in self.shapes.values()),
+                "the shape table (model=auto) needs a row with min_steps 0, taken whatever the budget",
+            )
+        )
 
 
 def register_configs() -> None:
@@ -186,9 +210,8 @@ def to_run_config(cfg: DictConfig, overrides: Sequence[str] | None = ()) -> RunC
     """Hydra's config as dataclasses; value errors become one-line UserErrors, and so does a setting
     given in `overrides` (the command line's, as train.py passes them; None: any setting that
     differs from its default) that this run would not read."""
-    model_defaults = {f.name: default_of(f) for f in dataclasses.fields(TransformerConfig)}
     for name in FROM_TOKENIZER:  # before the model's own checks, which would find them inconsistent
-        if "model" in cfg and cfg.model.get(name, model_defaults[name]) != model_defaults[name]:
+        if "model" in cfg and cfg.model.get(name, MODEL_DEFAULTS[name]) != MODEL_DEFAULTS[name]:
             raise UserError(
                 f"model.{name} is not read: a run takes it from its tokenizer "
                 "(the vocabulary's size is data.tokenizer.vocab_size)"
@@ -207,5 +230,16 @@ def check_all_read(run: RunConfig, given: set[str] | None) -> None:
     """Refuse a setting this run would not read (utils/settings.py), in one line: given with another
     choice it would silently do nothing."""
     unread = unread_settings(run.data, "data", given) + unread_settings(run.train, "train", given)
+    if run.shapes:  # the table gives the shape: a model setting would do nothing
+        model_given = (
+            sorted(key for key in given if key.startswith("model."))
+            if given is not None
+            else [f"model.{k}" for k, v in dataclasses.asdict(run.model).items() if v != MODEL_DEFAULTS[k]]
+        )
+        unread = [
+            f"{key} is not read with model=auto, whose table picks the shape (conf/model/auto.yaml); "
+            "choose one with model=compact or model=small to set it"
+            for key in model_given
+        ] + unread
     if unread:
         raise UserError(unread[0] + (f" (and {len(unread) - 1} more setting(s) not read)" if len(unread) > 1 else ""))

@@ -77,18 +77,30 @@ def check_data_position(
         )
 
 
-def start(state: TrainState, run: RunConfig, tokenizer: Tokenizer, run_dir: Path, ddp: Distributed) -> None:
-    """Where training starts from. The run folder's own newest checkpoint comes first (the
-    same command continues an interrupted run, whatever else it says); else `train.resume`
-    continues another run here; else `train.init_from` starts a new run from its weights."""
+def starting_checkpoint(run: RunConfig, run_dir: Path) -> tuple[Path, bool] | None:
+    """Where training starts from, and whether it continues that run (else it only takes its
+    weights). The run folder's own newest checkpoint comes first (the same command continues
+    an interrupted run, whatever else it says); else `train.resume` continues another run here
+    (a run folder: its latest step); else `train.init_from` starts a new run from its weights (a
+    run folder: its best)."""
     own = latest_step_checkpoint(checkpoint_folder(run_dir))
     if own is not None:
-        resume(state, own, run, tokenizer, run_dir, ddp)
-    elif run.train.resume:
-        # a run folder: its latest step
-        resume(state, resolve_checkpoint_path(run.train.resume, prefer=None), run, tokenizer, run_dir, ddp)
-    elif run.train.init_from:
-        init_from(state, resolve_checkpoint_path(run.train.init_from), run, tokenizer)  # a run folder: its best weights
+        return own, True
+    if run.train.resume:
+        return resolve_checkpoint_path(run.train.resume, prefer=None), True
+    if run.train.init_from:
+        return resolve_checkpoint_path(run.train.init_from), False
+    return None
+
+
+def start(state: TrainState, run: RunConfig, tokenizer: Tokenizer, run_dir: Path, ddp: Distributed) -> None:
+    """Training's start: from scratch, or from the starting checkpoint."""
+    if (found := starting_checkpoint(run, run_dir)) is not None:
+        path, continues = found
+        if continues:
+            resume(state, path, run, tokenizer, run_dir, ddp)
+        else:
+            init_from(state, path, run, tokenizer)
 
 
 def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tokenizer) -> None:

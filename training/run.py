@@ -10,17 +10,20 @@ import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from itertools import islice
 from pathlib import Path
 
 import torch
 from omegaconf import DictConfig
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from data import Tokenizer, prepare_data
+from data import PreparedData, Tokenizer, prepare_data, token_batches
+from inference.checkpoint import load_checkpoint
 from model import TransformerConfig
-from training.config import FROM_TOKENIZER, RunConfig, to_run_config
+from training.config import FROM_TOKENIZER, MODEL_DEFAULTS, RunConfig, to_run_config
 from training.distributed import Distributed
-from training.resume import start
+from training.resume import start, starting_checkpoint
+from training.shape_choice import TIMED_STEPS, WARMUP_STEPS, ShapeChoice, choose_shape, probe_seconds_per_token
 from training.trainer import Trainer
 from utils.device import choose_precision, pick_device, usable_cores
 from utils.errors import UserError
@@ -42,6 +45,54 @@ def model_config_for(model: TransformerConfig, tokenizer: Tokenizer) -> Transfor
         )
     except ValueError as e:
         raise UserError(f"model does not fit the tokenizer: {e}") from None
+
+
+def model_shape(
+    run: RunConfig, data: PreparedData, run_dir: Path, device: torch.device, ddp: Distributed
+) -> TransformerConfig:
+    """The shape this run trains, as `model=NAME` gives it (the tokenizer's sizes still to come):
+    `run.model`, or with model=auto the table's row this machine's measured speed affords, or
+    the shape of the checkpoint the run starts from. Said in the log."""
+    if not run.shapes:
+        return run.model
+    if (found := starting_checkpoint(run, run_dir)) is not None:  # trained with it, whatever is measured now
+        saved = TransformerConfig(**load_checkpoint(found[0])["model_config"])
+        saved = dataclasses.replace(saved, **{name: MODEL_DEFAULTS[name] for name in FROM_TOKENIZER})
+        name = next((name for name, row in run.shapes.items() if row.model == saved), "a shape not in the table")
+        choice = ShapeChoice(name, saved, f"the shape of {found[0]}")
+    else:
+        names, index = list(run.shapes), -1
+        if ddp.is_main:  # the others wait: the probe times this rank's share of the cores
+            batches = token_batches(
+                data.tokens["train"], run.model.max_len, run.train.max_tokens, quiet=True, shuffle=True, seed=run.seed
+            )
+            epoch = batches.batch_sampler
+            tokens_per_step = run.train.grad_accum * float(epoch.tgt_lengths.sum()) / len(epoch)  # an epoch's mean
+            probe_batches = list(islice(batches, WARMUP_STEPS + TIMED_STEPS))
+            choice = choose_shape(
+                run.shapes,
+                lambda shape: (
+                    tokens_per_step
+                    * probe_seconds_per_token(model_config_for(shape, data.tokenizer), probe_batches, run.train, device)
+                ),
+                run.train,
+            )
+            index = names.index(choice.name)
+        index = round(ddp.broadcast(index))  # every rank trains rank 0's choice
+        choice = choice if ddp.is_main else ShapeChoice(names[index], run.shapes[names[index]].model, "")
+    shape = choice.model
+    log.info(
+        "shape: %s (d_model %d, d_ff %d, %d+%d layers, %d heads, dropout %g), model=auto: %s",
+        choice.name,
+        shape.d_model,
+        shape.d_ff,
+        shape.n_encoder_layers,
+        shape.n_decoder_layers,
+        shape.n_heads,
+        shape.dropout,
+        choice.why,
+    )
+    return shape
 
 
 def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float] = time.monotonic) -> dict:
@@ -67,6 +118,8 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
         if ddp.is_main:
             ddp.barrier()
             data.tokenizer.save(run_dir)
+        # the shape trained is the run's model setting from here on: hparams, checkpoints' config
+        run = dataclasses.replace(run, model=model_shape(run, data, run_dir, device, ddp))
         model_cfg = model_config_for(run.model, data.tokenizer)
         if run.model.share_embeddings and not model_cfg.share_embeddings:
             log.info("separate source and target vocabularies: each side gets its own embedding")

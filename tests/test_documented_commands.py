@@ -185,6 +185,14 @@ COMMANDS: dict[str, Command] = {
     'make -o .venv/.installed train ARGS="hydra.run.dir=runs/final_1h"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/recipe_1h"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/hour_amx_550bc90"': Command(short=SHORT),
+    'make train ARGS="model=small model.dropout=0.3 hydra.run.dir=runs/hour_amx_small_d03_d213a7d"': Command(
+        short=SHORT
+    ),
+    ".venv/bin/python bench/beam_grid.py -c runs/RUN --beams 5 --penalties 1.0": Command(
+        short="--sentences 5", needs=RUN_NEEDS
+    ),
+    ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "
+    '--set "d_model=192 d_ff=384"': Command(short=SHORT_SPEED + " --allocators mimalloc", check="minitrans fp32"),
     'make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '
     'data.test=[$MULTI30K_DIR/test_2016_flickr] data.src_lang=en data.tgt_lang=de"': Command(short=SHORT),
     # the English-German run the decoding benchmark and the typed-sentence timing read: with attention

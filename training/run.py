@@ -62,7 +62,7 @@ def model_shape(
         choice = ShapeChoice(name, saved, f"the shape of {found[0]}")
     else:
         names, index = list(run.shapes), -1
-        if ddp.is_main:  # the others wait: the probe times this rank's share of the cores
+        if ddp.is_main:  # the others wait (in the broadcast): the probe times this rank's share of the cores
             batches = token_batches(
                 data.tokens["train"], run.model.max_len, run.train.max_tokens, quiet=True, shuffle=True, seed=run.seed
             )
@@ -79,7 +79,8 @@ def model_shape(
             )
             index = names.index(choice.name)
         index = round(ddp.broadcast(index))  # every rank trains rank 0's choice
-        choice = choice if ddp.is_main else ShapeChoice(names[index], run.shapes[names[index]].model, "")
+        if not ddp.is_main:
+            choice = ShapeChoice(names[index], run.shapes[names[index]].model, "rank 0's choice")
     shape = choice.model
     log.info(
         "shape: %s (d_model %d, d_ff %d, %d+%d layers, %d heads, dropout %g), model=auto: %s",

@@ -7,7 +7,6 @@ how many steps an hour gives is the CPU's (2-3x more on a CPU with bf16 in hardw
 that continues a checkpoint keeps that checkpoint's shape, whatever this machine measures.
 """
 
-import logging
 import math
 import time
 from collections.abc import Callable
@@ -20,7 +19,6 @@ from model import Transformer, TransformerConfig
 from training.config import ShapeRow, TrainConfig
 from training.step import train_step
 
-log = logging.getLogger("train")
 # Of a time budget, the share that goes into training steps: the one-hour runs spent 94-95% of
 # theirs in steps (validations, attention maps and checkpoints the rest), and a fresh model's
 # first steps run a few percent slower than a run's average.

@@ -188,6 +188,9 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="model=small model.dropout=0.3 hydra.run.dir=runs/hour_amx_small_d03_d213a7d"': Command(
         short=SHORT
     ),
+    ".venv/bin/python bench/decode.py -c runs/hour_amx_small_d03_d213a7d --out bench/results/decode_small_amx.json": (
+        Command(short="--sentences 5", needs=("hour_amx_small_d03_d213a7d",), check="CTranslate2 int8")
+    ),
     ".venv/bin/python bench/beam_grid.py -c runs/RUN --beams 5 --penalties 1.0": Command(
         short="--sentences 5", needs=RUN_NEEDS
     ),
@@ -336,7 +339,7 @@ class Checkout:
             self.run(shortened("make train", RUN_SHORT))
             [run] = set((self.root / "runs").iterdir()) - before
             run.rename(self.root / "runs" / "RUN")
-        elif what in ("en-de", "recipe_1h"):  # the runs the docs name so: made by the documented commands
+        elif what in ("en-de", "recipe_1h", "hour_amx_small_d03_d213a7d"):  # the docs' runs, by their commands
             [command] = [c for c in COMMANDS if f'hydra.run.dir=runs/{what}"' in c]
             self.run(shortened(command, COMMANDS[command].short))
         elif what == "sentences.de":

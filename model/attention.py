@@ -81,7 +81,8 @@ class KVCache:
         return key, value
 
     def reorder(self, index: Tensor) -> None:
-        """Keep batch rows `index` (beam search reshuffles and prunes hypotheses)."""
+        """Keep batch rows `index` (beam search reshuffles and prunes hypotheses; a static cache holds
+        one row per source, shared by its beams, and is only pruned)."""
         if self.key is not None and self.value is not None:
             self.key = self.key.index_select(0, index)
             self.value = self.value.index_select(0, index)
@@ -98,12 +99,30 @@ class AttentionSteps(NamedTuple):
     output: Tensor  # (B, T_q, d_model) the heads concatenated and projected by W_O
 
 
+def stack_groups(x: Tensor, groups: int) -> Tensor:
+    """(B*G, H, T, d) -> (B, H, G*T, d): the rows of each run of G consecutive batch rows (beam
+    search's G hypotheses of one sentence) side by side, so that one product with the sentence's
+    keys serves them all."""
+    bg, h, t, d = x.shape
+    # (B, G, H, T, d) -> (B, H, G, T, d) -> (B, H, G*T, d)
+    return x.view(bg // groups, groups, h, t, d).transpose(1, 2).reshape(bg // groups, h, groups * t, d)
+
+
+def unstack_groups(x: Tensor, groups: int) -> Tensor:
+    """(B, H, G*T, d) -> (B*G, H, T, d), the inverse of `stack_groups`."""
+    b, h, gt, d = x.shape
+    # (B, H, G, T, d) -> (B, G, H, T, d) -> (B*G, H, T, d)
+    return x.view(b, h, groups, gt // groups, d).transpose(1, 2).reshape(b * groups, h, gt // groups, d)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate query and key/value inputs.
 
     Self-attention passes the same tensor twice (recognised by identity, so that one matmul
     projects Q, K and V); cross-attention passes decoder states as `query` and the encoder
-    output as `key_value`.
+    output as `key_value`. Cross-attention's queries may come G to a key/value row (beam search:
+    G hypotheses of one source): the G rows attend to their shared source in one product, and
+    the source is projected and kept once instead of G times.
     """
 
     head_gate: Tensor | None  # a buffer (see __init__), which a type checker cannot see through
@@ -140,8 +159,10 @@ class MultiHeadAttention(nn.Module):
         """
         Args:
             query: (B, T_q, d_model)
-            key_value: (B, T_k, d_model); ignored once a static cache is filled.
-            mask: bool, broadcastable to (B, H, T_q, T_k_total), True = may attend.
+            key_value: (B / G, T_k, d_model): row b serves query rows b*G ... b*G + G-1 (G = 1
+                but in beam search's cross-attention); ignored once a static cache is filled.
+            mask: bool, broadcastable to (B, H, T_q, T_k_total), True = may attend; with G > 1,
+                one row per key/value row, (B / G, 1, 1, T_k).
             cache: keys/values of earlier steps; updated in place.
 
         Returns:
@@ -163,7 +184,12 @@ class MultiHeadAttention(nn.Module):
             k, v = self._split_heads(k), self._split_heads(v)  # (B, H, T_k, d_head)
         if cache is not None:
             k, v = (cache.key, cache.value) if k is None else cache.update(k, v)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
+        groups = q.size(0) // k.size(0)
+        if groups == 1:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
+        else:  # G hypotheses of each source attend to it together: (B/G, H, G*T_q, d_head)
+            heads, weights = scaled_dot_product_attention(stack_groups(q, groups), k, v, mask, self.dropout, self.head_gate)
+            heads, weights = unstack_groups(heads, groups), unstack_groups(weights, groups)  # (B, H, T_q, ...)
         b, _, t_q, _ = heads.shape
         merged = heads.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)
         output = self.out_proj(merged)

@@ -138,9 +138,8 @@ def beam_search(
     memory, src_mask, _ = model.encode(src)
     batch = src.size(0)
     limits = _limits(max_len, batch, device)
-    # every sentence's K beams sit next to each other: row b*K + j is beam j of sentence b
-    memory = memory.repeat_interleave(k, dim=0)  # (B*K, S, d_model)
-    src_mask = src_mask.repeat_interleave(k, dim=0)  # (B*K, 1, 1, S)
+    # every sentence's K beams sit next to each other: row b*K + j is beam j of sentence b, and
+    # they share the sentence's one row of memory (B, S, d_model) in cross-attention
     cache = model.new_cache() if use_cache else None
     history = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)
     # only beam 0 is live at the start, so the first step does not pick K copies of one token
@@ -198,10 +197,10 @@ def beam_search(
                 break
             live_t = torch.tensor(live, device=device)
             rows = (live_t[:, None] * k + torch.arange(k, device=device)).view(-1)
-            history, memory, src_mask = history[rows], memory[rows], src_mask[rows]
+            history, memory, src_mask = history[rows], memory[live_t], src_mask[live_t]
             beam_scores, limits = beam_scores[live_t], limits[live_t]
             if cache is not None:
-                cache.reorder(rows)
+                cache.reorder(rows, live_t)
             active = [active[row] for row in live]
 
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:n_best] for hyps in finished]

@@ -52,10 +52,15 @@ class DecoderCache:
         """Number of target positions already decoded."""
         return len(self.self_attn[0])
 
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows `index` in every cache (beam reordering, dropping finished rows)."""
-        for cache in self.self_attn + self.cross_attn:
-            cache.reorder(index)
+    def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
+        """Keep decoder rows `rows` (beam reordering, dropping finished rows) in the self-attention
+        caches and source rows `sources` in the cross-attention caches (None: all; a source's keys
+        and values serve all its hypotheses, wherever beam search moves them)."""
+        for cache in self.self_attn:
+            cache.reorder(rows)
+        if sources is not None:
+            for cache in self.cross_attn:
+                cache.reorder(sources)
 
 
 def final_norm(cfg: TransformerConfig) -> nn.Module:

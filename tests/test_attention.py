@@ -94,6 +94,29 @@ def test_multi_head_attention_matches_torch(kind):
     torch.testing.assert_close(w, ref_w, rtol=1e-5, atol=1e-6)
 
 
+def test_queries_in_groups_attend_to_their_shared_keys_as_torch_does_with_copies():
+    """Cross-attention with G query rows per key/value row (beam search's hypotheses sharing a
+    source) equals torch's attention given each query row its own copy of the keys and values."""
+    torch.manual_seed(4)
+    d_model, n_heads, groups = 32, 4, 3
+    ours = MultiHeadAttention(d_model, n_heads).eval()
+    ref = copy_into_torch_mha(ours, d_model, n_heads)
+    src_tokens = random_padded_tokens(2, 9, seed=4)
+    memory = torch.randn(2, 9, d_model)
+    x = torch.randn(2 * groups, 4, d_model)
+    out, w = ours(x, memory, padding_mask(src_tokens, 0))
+    copies = memory.repeat_interleave(groups, 0)
+    ref_out, ref_w = ref(
+        x,
+        copies,
+        copies,
+        key_padding_mask=~padding_mask(src_tokens, 0)[:, 0, 0].repeat_interleave(groups, 0),
+        average_attn_weights=False,
+    )
+    torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(w, ref_w, rtol=1e-5, atol=1e-6)
+
+
 def test_self_attention_one_matmul_equals_separate_projections():
     """Self-attention projects Q, K, V with one matmul; the cross-attention path (separate
     query and key/value inputs) must give the same result on the same input."""

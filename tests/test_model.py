@@ -116,10 +116,41 @@ def test_cache_reorder_follows_batch_rows(tiny_config):
     cache = model.new_cache()
     model.decode(tgt[:, :3], memory, src_mask, cache)
     index = torch.tensor([2, 0])
-    cache.reorder(index)
+    cache.reorder(index, index)
     logits, _, _ = model.decode(tgt[index, 3:], memory[index], src_mask[index], cache)
     full = model(src[index], tgt[index]).logits
     torch.testing.assert_close(logits[:, 0], full[:, 3], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_hypotheses_sharing_a_source_decode_as_if_each_had_its_own_copy(tiny_config, use_cache):
+    """Beam search's layout: G decoder rows per source row, the source kept once. Its logits equal
+    those of the source repeated G times, with and without the cache, through a reshuffle of the
+    hypotheses that moves rows between (never across) sources, as beam search does."""
+    model = tiny_model(tiny_config)
+    groups = 3
+    src = torch.randint(4, 50, (2, 6))
+    src[1, 4:] = tiny_config.pad_id  # a padded source: its mask must follow its hypotheses
+    tgt = torch.randint(4, 50, (2 * groups, 5))
+    memory, src_mask, _ = model.encode(src)
+    repeated = model.decode(tgt, memory.repeat_interleave(groups, 0), src_mask.repeat_interleave(groups, 0))[0]
+    if not use_cache:
+        shared = model.decode(tgt, memory, src_mask)[0]
+        torch.testing.assert_close(shared, repeated, rtol=1e-5, atol=1e-5)
+        return
+    cache = model.new_cache()
+    first = model.decode(tgt[:, :3], memory, src_mask, cache)[0]
+    torch.testing.assert_close(first, repeated[:, :3], rtol=1e-5, atol=1e-5)
+    shuffle = torch.tensor([2, 2, 0, 4, 3, 3])  # each row stays among its source's three
+    cache.reorder(shuffle)
+    rows = torch.cat([tgt[shuffle, :3], tgt[:, 3:]], dim=1)
+    fourth = model.decode(rows[:, 3:4], memory, src_mask, cache)[0]
+    reference = model.decode(rows, memory.repeat_interleave(groups, 0), src_mask.repeat_interleave(groups, 0))[0]
+    torch.testing.assert_close(fourth, reference[:, 3:4], rtol=1e-5, atol=1e-5)
+    # dropping the first source: its hypotheses' rows and its one row of keys and values go
+    cache.reorder(torch.arange(3, 6), torch.tensor([1]))
+    last = model.decode(rows[3:, 4:], memory[1:], src_mask[1:], cache)[0]
+    torch.testing.assert_close(last, reference[3:, 4:], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -152,11 +152,14 @@ def beam_search(
         n = len(active)
         at_limit = (limits <= step).repeat_interleave(k)  # (n*K,)
         log_probs = _next_log_probs(model, history, memory, src_mask, cache, at_limit)  # (n*K, V)
-        vocab = log_probs.size(-1)
-        candidates = (beam_scores[:, :, None] + log_probs.view(n, k, vocab)).view(n, k * vocab)
+        # A sentence's best 2K extensions hold at most 2K of any one beam, so each beam's best 2K
+        # tokens are the only candidates: ranking (n, K*2K) instead of (n, K*V) gives the same.
+        per_beam = min(2 * k, log_probs.size(-1))
+        beam_best, beam_token = log_probs.topk(per_beam, dim=1)  # (n*K, 2K)
+        candidates = (beam_scores[:, :, None] + beam_best.view(n, k, per_beam)).view(n, k * per_beam)
         cand_scores, cand_index = candidates.topk(2 * k, dim=1)  # (n, 2K), best first
-        cand_beam = torch.div(cand_index, vocab, rounding_mode="floor")
-        cand_token = cand_index % vocab
+        cand_beam = torch.div(cand_index, per_beam, rounding_mode="floor")
+        cand_token = beam_token.view(n, k * per_beam).gather(1, cand_index)
         ends = cand_token == eos
 
         # 1. finish the eos candidates that rank within the best K of the step

@@ -66,6 +66,19 @@ def test_low_ranked_early_eos_does_not_end_the_search():
     assert greedy_search(model, src(), max_len=5)[0].tokens == [A]  # greedy cannot find it
 
 
+@pytest.mark.parametrize("beam_size", [3, 5])
+def test_one_beam_may_hold_all_the_next_beams(beam_size):
+    """Each beam contributes its own best 2K tokens to the step's ranking, enough when every survivor
+    comes from one beam (here "a", whose extensions all outrank "b"'s), and all of them when the
+    vocabulary (8) holds fewer than 2K."""
+    table = {(): {A: 0.6, B: 0.39}, (A,): {C: 0.3, D: 0.29, A: 0.2, B: 0.19}, (B,): {C: 0.3, D: 0.2}}
+    model = TableModel(table)
+    hyps = beam_search(model, src(), beam_size=beam_size, max_len=2, length_penalty=0.0, n_best=3)[0]
+    # every two-piece hypothesis ends at its limit with the default's eos .9
+    assert [h.tokens for h in hyps] == [[A, C], [A, D], [A, A]]
+    assert hyps[0].log_prob == pytest.approx(math.log(0.6 * 0.3 * 0.9), abs=1e-5)
+
+
 def test_search_stops_once_no_live_beam_can_win():
     """eos at .9 first: no live beam (each below .05) can reach its score, so one decoder step."""
     model = TableModel({(): {EOS: 0.90, A: 0.05, B: 0.04}})

@@ -89,8 +89,9 @@ class DecoderLayer(nn.Module):
         """
         Args:
             x: (B, T, d_model) target states (T new positions when decoding with a cache).
-            memory: (B, S, d_model) encoder output.
-            src_mask: (B, 1, 1, S) source key padding mask.
+            memory: (B / G, S, d_model) encoder output, one row for every G target rows (G = 1
+                but in beam search, whose G hypotheses of a sentence share it).
+            src_mask: (B / G, 1, 1, S) source key padding mask.
             tgt_mask: (B, 1, T, T_total) causal + padding mask; None when every query may see
                 every key, as for one new position on top of a cache.
             self_attn_cache / cross_attn_cache: keys and values of earlier steps.

@@ -231,7 +231,8 @@ class Transformer(nn.Module):
         Args:
             tgt_in: (B, T) decoder input ids (bos + target prefix). With a cache, only the
                 new positions, usually T = 1; earlier positions come from the cache.
-            memory: (B, S, d_model) encoder output; src_mask: (B, 1, 1, S).
+            memory: (B / G, S, d_model) encoder output; src_mask: (B / G, 1, 1, S): one row for
+                every G target rows (beam search's hypotheses of a sentence share it; else G = 1).
             cache: updated in place with the keys/values of the new positions.
         """
         offset = len(cache) if cache is not None else 0

@@ -364,6 +364,11 @@ TRAIN = {
         ["train.schedule=constant", "train.lr_floor=0.1"],
         "train.lr_floor is read by train.schedule=linear only",
     ),
+    "unread: a checkpoint average with the moving average": (
+        ["train.ema_decay=0.999", "train.average_last=3"],
+        "train.average_last is read only without train.ema_decay (the moving average is evaluated instead)",
+    ),
+    "moving average decay": (["train.ema_decay=1"], "train.ema_decay must be in [0, 1) (0: no moving average)"),
     "unread: vocabulary size": (["model.src_vocab_size=1000"], "model.src_vocab_size is not read: a run takes it"),
     "unread: a shape setting with the table": (
         ["model=auto", "model.dropout=0.25"],
@@ -498,6 +503,7 @@ NUMBERS = st.one_of(
             "train.reserve_minutes",
             "train.warmup_steps",
             "train.label_smoothing",
+            "train.ema_decay",
             "train.max_tokens",
             "train.eval_every",
             "model.dropout",

@@ -117,6 +117,7 @@ GIVEN = {
     "subword_n_best": "4",
     "reserve_minutes": "2",
     "lr_floor": "0.1",
+    "average_last": "3",
     "length_penalty": "0.6",
     "attention_probes": "1",
     "attention_sentences": "['Ein Hund.']",
@@ -132,6 +133,7 @@ TRAIN_CHOICES = [
     ["train.eval_beam_size=1", "train.test_beam_size=1"],
     ["train.attention_every=0"],
     ["train.head_importance=true"],
+    ["train.ema_decay=0.999"],
     ["experiment=ci"],
     ["experiment=proxy"],
 ]

@@ -6,6 +6,7 @@ import signal
 import subprocess
 
 import pytest
+import torch
 
 from helpers import TOY_CORPUS, TOY_DATA, assert_same_training, run_script, run_train, scalars, start_script, stop_when
 from helpers.commands import command
@@ -173,6 +174,35 @@ def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(tmp
         load_checkpoint(tmp_path / "resumed" / "checkpoints" / "step_0000040.pt")["train_state"]["progress"]["epoch"]
         >= 2
     )
+
+
+def test_resume_continues_the_moving_average_and_best_holds_it(tmp_path):
+    common = [
+        "experiment=ci",
+        *TOY_DATA,
+        "train.ema_decay=0.9",
+        "train.max_steps=40",
+        "train.checkpoint_every=20",
+        "train.eval_every=20",
+        "train.keep_last=5",
+        "train.max_minutes=null",
+        "train.attention_every=0",
+        "train.threads=1",
+    ]
+    run_train(tmp_path / "straight", *common)
+    run_train(
+        tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}"
+    )
+    last = [tmp_path / run / "checkpoints" / "step_0000040.pt" for run in ("straight", "resumed")]
+    assert_same_training(*last)  # the moving average included
+    # each validation scores the average and, beside it, the weights themselves
+    assert (tmp_path / "straight" / "train.log").read_text().count("(moving average; the weights themselves ") >= 2
+    # best.pt holds the weights validated: the average of its step, not the weights themselves
+    best = load_checkpoint(tmp_path / "straight" / "checkpoints" / "best.pt")
+    step = load_checkpoint(tmp_path / "straight" / "checkpoints" / f"step_{best['meta']['step']:07d}.pt")
+    average = {name.removeprefix("module."): t for name, t in step["train_state"]["ema"].items()}
+    assert all(torch.equal(tensor, average[name]) for name, tensor in best["model"].items())
+    assert not all(torch.equal(tensor, step["model"][name]) for name, tensor in best["model"].items())
 
 
 def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):

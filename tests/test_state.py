@@ -9,6 +9,7 @@ from data import collate
 from helpers import random_pairs, tiny_model
 from training.config import TrainConfig
 from training.distributed import Distributed
+from training.ema import WeightAverage
 from training.schedule import Schedule
 from training.state import Progress, RandomStreams, TrainState
 
@@ -23,6 +24,7 @@ def make_state(seed: int) -> TrainState:
         Schedule.from_config(cfg),
         progress,
         RandomStreams(torch.device("cpu"), Distributed(torch.device("cpu")), seed, progress),
+        WeightAverage(model, decay=0.9),
     )
 
 
@@ -36,6 +38,7 @@ def trained_a_little(seed: int) -> TrainState:
         loss.backward()
         state.optimizer.step()
         state.optimizer.zero_grad()
+        state.ema.update(state.model)
     state.schedule.plan(3, 40 + seed)
     state.progress.load_state_dict({"step": 3, "epoch": 1, "position": 2, "best_bleu": 12.5, "elapsed": 7.0 + seed})
     return state

@@ -73,7 +73,16 @@ class TrainConfig:
     eval_every: int = 500  # steps between validations
     checkpoint_every: int | None = 250  # None: at every validation
     keep_last: int = 3  # full training checkpoints kept for resuming
-    average_last: int = 5  # >1: also evaluate the average of the last K checkpoints
+    # >1: also evaluate the average of the last K checkpoints
+    average_last: int = field(
+        default=5,
+        metadata=read_when(
+            lambda t: t.ema_decay == 0, "read only without train.ema_decay (the moving average is evaluated instead)"
+        ),
+    )
+    # >0: validation, the best checkpoint and the test take an exponential moving average of the
+    # weights with this decay, updated after every step (training/ema.py), instead of the weights
+    ema_decay: float = 0.0
     eval_beam_size: int = 1  # validation BLEU decoding (greedy is fast enough to run often)
     test_beam_size: int = 5  # final test decoding
     length_penalty: float = field(
@@ -154,7 +163,13 @@ class TrainConfig:
             (self.keep_last >= 1, "train.keep_last must be at least 1"),
             (self.eval_beam_size >= 1 and self.test_beam_size >= 1, "beam sizes must be at least 1"),
             (0.0 <= self.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
+            (0.0 <= self.ema_decay < 1.0, "train.ema_decay must be in [0, 1) (0: no moving average)"),
         )
+
+    @property
+    def checkpoints_averaged(self) -> int:
+        """How many of the last checkpoints the final evaluation averages (1: none)."""
+        return self.average_last if self.ema_decay == 0 else 1
 
     @property
     def budget_seconds(self) -> float:

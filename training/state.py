@@ -17,6 +17,7 @@ from data import Tokenizer
 from inference.checkpoint import load_weights, make_checkpoint
 from model import Transformer
 from training.distributed import Distributed
+from training.ema import WeightAverage
 from training.schedule import Schedule
 
 log = logging.getLogger("train")
@@ -82,17 +83,24 @@ class TrainState:
     schedule: Schedule
     progress: Progress
     rng: RandomStreams
+    ema: WeightAverage | None = None  # train.ema_decay's moving average of the weights
 
     # a checkpoint's name for each part besides the weights (the file format predates the names here)
-    PARTS = {"optimizer": "optimizer", "scheduler": "schedule", "progress": "progress", "rng": "rng"}
+    PARTS = {"optimizer": "optimizer", "scheduler": "schedule", "progress": "progress", "rng": "rng", "ema": "ema"}
 
     def state_dict(self) -> dict:
         """Every part's state; on every rank (random streams are gathered), rank 0 writes it."""
-        return {key: getattr(self, part).state_dict() for key, part in self.PARTS.items()}
+        return {key: getattr(self, part).state_dict() for key, part in self.PARTS.items() if getattr(self, part) is not None}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore every part, in place: whoever holds a part holds the restored one."""
+        """Restore every part, in place: whoever holds a part holds the restored one. A moving average
+        that the checkpoint lacks (it was written without train.ema_decay) starts from its weights."""
         for key, part in self.PARTS.items():  # progress before rng: a reseed counts from the step resumed at
+            if getattr(self, part) is None:
+                continue
+            if key == "ema" and key not in state:
+                log.warning("the checkpoint has no moving average of the weights: it starts from its weights")
+                continue
             getattr(self, part).load_state_dict(state[key])
 
     def checkpoint(self, tokenizer: Tokenizer, meta: dict) -> dict:

@@ -9,7 +9,8 @@ import logging
 import math
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from itertools import islice
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from inference.checkpoint import atomic_save, average_checkpoints, load_checkpoi
 from model import Transformer, TransformerConfig
 from training.config import RunConfig
 from training.distributed import Distributed
+from training.ema import WeightAverage
 from training.final_evaluation import importance_results, peak_rss_mb, test_scores, write_results
 from training.interrupt import Interrupted, StopOnSignal
 from training.loaders import TrainingBatches
@@ -87,6 +89,7 @@ class Trainer:
             Schedule.from_config(self.cfg),
             progress,
             RandomStreams(device, ddp, run.seed, progress),
+            WeightAverage(self.model, self.cfg.ema_decay) if self.cfg.ema_decay > 0 else None,
         )
         self.last_grad_norm = math.nan
         self.saved_step: int | None = None  # of the newest full checkpoint this session wrote
@@ -134,7 +137,7 @@ class Trainer:
         path = step_checkpoint_path(self.ckpt_dir, self.state.progress.step)
         if self.ddp.is_main:
             atomic_save(checkpoint, path)
-            keep = max(self.cfg.keep_last, self.cfg.average_last)
+            keep = max(self.cfg.keep_last, self.cfg.checkpoints_averaged)
             for old in step_checkpoints(self.ckpt_dir)[:-keep]:
                 old.unlink()
         self.ddp.barrier()
@@ -143,25 +146,38 @@ class Trainer:
 
     # --- evaluation -----------------------------------------------------------------------
 
+    @contextmanager
+    def evaluated_weights(self) -> Iterator[None]:
+        """The model holds the weights that are evaluated: the moving average with train.ema_decay,
+        else its own."""
+        with self.state.ema.swapped_into(self.model) if self.state.ema is not None else nullcontext():
+            yield
+
     def evaluate(self) -> float:
         """Validate (see training/validation.py), log it, keep the best checkpoint; val BLEU."""
         started = time.time()
         step = self.state.progress.step
-        val_nll, val_ppl, bleu, heads_seconds = self.validation.run(step)
-        improved = bleu > self.state.progress.best_bleu
-        if improved:
-            self.state.progress.best_bleu = bleu
-            atomic_save(
-                make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
-                self.ckpt_dir / BEST,
-            )
+        # with a moving average, the weights themselves are scored too: whether it pays shows in the log
+        own_bleu = self.validation.bleu()[0] if self.state.ema is not None else None
+        with self.evaluated_weights():
+            val_nll, val_ppl, bleu, heads_seconds = self.validation.run(step)
+            improved = bleu > self.state.progress.best_bleu
+            if improved:
+                self.state.progress.best_bleu = bleu
+                atomic_save(
+                    make_checkpoint(self.model, self.data.tokenizer, {**self._meta(), "val_bleu": bleu}),
+                    self.ckpt_dir / BEST,
+                )
+        if own_bleu is not None:
+            self.writer.add_scalar("val/bleu_own_weights", own_bleu, step)
         log.info(
-            "step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s | %.1fs (head statistics logged in %.1fs)",
+            "step %d | val loss %.3f | ppl %.2f | BLEU %.2f%s%s | %.1fs (head statistics logged in %.1fs)",
             step,
             val_nll,
             val_ppl,
             bleu,
             " (best)" if improved else "",
+            "" if own_bleu is None else f" (moving average; the weights themselves {own_bleu:.2f})",
             time.time() - started,
             heads_seconds,
         )
@@ -177,7 +193,8 @@ class Trainer:
         with self.time.on("final validation and averaging"):
             if progress.step % cfg.eval_every != 0 or progress.best_bleu < 0:
                 self.evaluate()
-            paths = step_checkpoints(self.ckpt_dir)[-cfg.average_last :] if cfg.average_last > 1 else []
+            averaged = cfg.checkpoints_averaged
+            paths = step_checkpoints(self.ckpt_dir)[-averaged:] if averaged > 1 else []
             if len(paths) > 1:  # one checkpoint is the weights just validated: nothing new to measure
                 self.model.load_state_dict(average_checkpoints(paths))
                 averaged_bleu = self.evaluate()  # saves the best checkpoint itself when the average wins
@@ -223,7 +240,9 @@ class Trainer:
 
     def log_attention(self) -> None:
         started = time.time()
-        if sentences := self.validation.attention(self.state.progress.step):
+        with self.evaluated_weights():
+            sentences = self.validation.attention(self.state.progress.step)
+        if sentences:
             log.info("attention maps of %d sentence(s) logged in %.1fs", sentences, time.time() - started)
 
     # --- training -------------------------------------------------------------------------
@@ -274,6 +293,8 @@ class Trainer:
                 "Try a lower train.lr or more train.warmup_steps"
             )
         self.last_grad_norm = result.grad_norm
+        if self.state.ema is not None:
+            self.state.ema.update(self.model)
         return lr, result.loss * normalizer / n_tokens, normalizer * self.ddp.world_size
 
     def fit(self) -> None:

@@ -77,8 +77,7 @@ class Validation:
         log_head_statistics(self.writer, heads.result(), step)
         heads_seconds = time.time() - started
         val_text = self.data.text["val"]
-        hyps = self.translator(self.cfg.eval_beam_size).translate(list(val_text["src"]))
-        bleu = score_translations(hyps, list(val_text["tgt"])).bleu
+        bleu, hyps = self.bleu()
         for tag, value in (("val/loss", val_nll), ("val/ppl", val_ppl), ("val/bleu", bleu)):
             self.writer.add_scalar(tag, value, step)
         rows = [
@@ -87,6 +86,13 @@ class Validation:
         ]
         self.writer.add_text("samples", "| source | reference | translation |\n|---|---|---|\n" + "\n".join(rows), step)
         return val_nll, val_ppl, bleu, heads_seconds
+
+    def bleu(self) -> tuple[float, list[str]]:
+        """The model's validation BLEU as it is now (search: train.eval_beam_size), logging nothing,
+        and its translations."""
+        val_text = self.data.text["val"]
+        hyps = self.translator(self.cfg.eval_beam_size).translate(list(val_text["src"]))
+        return score_translations(hyps, list(val_text["tgt"])).bleu, hyps
 
     def measure(self, sentences: int | None = None) -> tuple[float, float]:
         """(validation loss, greedy BLEU of the first `sentences` validation sentences, all if None),

@@ -14,8 +14,8 @@ def scalars(run_dir) -> EventAccumulator:
 
 
 def assert_same_training(path_a, path_b) -> None:
-    """Two full checkpoints hold the same training state: weights, progress, schedule and both
-    of the optimizer's moments."""
+    """Two full checkpoints hold the same training state: weights, progress, schedule, both
+    of the optimizer's moments and the moving average of the weights where there is one."""
     a, b = load_checkpoint(path_a), load_checkpoint(path_b)
     for name, tensor in a["model"].items():
         assert torch.equal(tensor, b["model"][name]), f"{name} differs"
@@ -28,3 +28,6 @@ def assert_same_training(path_a, path_b) -> None:
     for name, state in a["train_state"]["optimizer"]["state"].items():
         for moment in ("exp_avg", "exp_avg_sq"):
             assert torch.equal(state[moment], b["train_state"]["optimizer"]["state"][name][moment]), f"{moment} differs"
+    assert ("ema" in a["train_state"]) == ("ema" in b["train_state"])
+    for name, tensor in a["train_state"].get("ema", {}).items():
+        assert torch.equal(tensor, b["train_state"]["ema"][name]), f"the moving average's {name} differs"

@@ -184,11 +184,11 @@ class MultiHeadAttention(nn.Module):
             k, v = self._split_heads(k), self._split_heads(v)  # (B, H, T_k, d_head)
         if cache is not None:
             k, v = (cache.key, cache.value) if k is None else cache.update(k, v)
-        groups = q.size(0) // k.size(0)
-        if groups == 1:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
-        else:  # G hypotheses of each source attend to it together: (B/G, H, G*T_q, d_head)
-            heads, weights = scaled_dot_product_attention(stack_groups(q, groups), k, v, mask, self.dropout, self.head_gate)
+        groups = q.size(0) // k.size(0)  # query rows per key/value row: 1 but in beam search's cross-attention
+        # G hypotheses of each source attend to it together: (B/G, H, G*T_q, d_head)
+        queries = stack_groups(q, groups) if groups > 1 else q
+        heads, weights = scaled_dot_product_attention(queries, k, v, mask, self.dropout, self.head_gate)
+        if groups > 1:
             heads, weights = unstack_groups(heads, groups), unstack_groups(weights, groups)  # (B, H, T_q, ...)
         b, _, t_q, _ = heads.shape
         merged = heads.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)

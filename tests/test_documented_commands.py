@@ -194,6 +194,12 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/beam_grid.py -c runs/RUN --beams 5 --penalties 1.0": Command(
         short="--sentences 5", needs=RUN_NEEDS
     ),
+    ".venv/bin/python bench/beam_grid.py -c runs/RUN --beams 3,5,8 --penalties 0.6,1.0,1.5": Command(
+        short="--sentences 5", needs=RUN_NEEDS
+    ),
+    'make train ARGS="model=small train.label_smoothing=0.2 hydra.run.dir=runs/hour_amx_small_ls02_817078c"': Command(
+        short=SHORT
+    ),
     ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "
     '--set "d_model=192 d_ff=384"': Command(short=SHORT_SPEED + " --allocators mimalloc", check="minitrans fp32"),
     'make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '

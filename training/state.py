@@ -90,7 +90,8 @@ class TrainState:
 
     def state_dict(self) -> dict:
         """Every part's state; on every rank (random streams are gathered), rank 0 writes it."""
-        return {key: getattr(self, part).state_dict() for key, part in self.PARTS.items() if getattr(self, part) is not None}
+        parts = {key: getattr(self, part) for key, part in self.PARTS.items()}
+        return {key: part.state_dict() for key, part in parts.items() if part is not None}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore every part, in place: whoever holds a part holds the restored one. A moving average

@@ -200,6 +200,8 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="model=small train.label_smoothing=0.2 hydra.run.dir=runs/hour_amx_small_ls02_817078c"': Command(
         short=SHORT
     ),
+    'make train ARGS="model=small train.label_smoothing=0.2 train.ema_decay=0.999 seed=2 '
+    'hydra.run.dir=runs/hour_amx_small_ls02_ema_seed2_be0f0b3"': Command(short=SHORT),
     ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "
     '--set "d_model=192 d_ff=384"': Command(short=SHORT_SPEED + " --allocators mimalloc", check="minitrans fp32"),
     'make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '

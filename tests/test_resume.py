@@ -149,6 +149,16 @@ def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path)
     assert (tmp_path / "results.json").is_file() and (tmp_path / "checkpoints" / "best.pt").is_file()
 
 
+def straight_and_resumed(tmp_path, common: list[str]) -> tuple:
+    """Train `common` (40 steps, a checkpoint at 20) straight through, and again resumed from its
+    step 20 in another folder: both step-40 checkpoints."""
+    run_train(tmp_path / "straight", *common)
+    run_train(
+        tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}"
+    )
+    return tuple(tmp_path / run / "checkpoints" / "step_0000040.pt" for run in ("straight", "resumed"))
+
+
 def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(tmp_path):
     # 300 pairs are ~10 batches an epoch: 40 steps cross epochs, each in new segmentations
     common = [
@@ -162,14 +172,7 @@ def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(tmp
         "train.max_minutes=null",
         *QUIET,
     ]
-    run_train(tmp_path / "straight", *common)
-    run_train(
-        tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}"
-    )
-    assert_same_training(
-        tmp_path / "straight" / "checkpoints" / "step_0000040.pt",
-        tmp_path / "resumed" / "checkpoints" / "step_0000040.pt",
-    )
+    assert_same_training(*straight_and_resumed(tmp_path, common))
     assert (
         load_checkpoint(tmp_path / "resumed" / "checkpoints" / "step_0000040.pt")["train_state"]["progress"]["epoch"]
         >= 2
@@ -189,12 +192,7 @@ def test_resume_continues_the_moving_average_and_best_holds_it(tmp_path):
         "train.attention_every=0",
         "train.threads=1",
     ]
-    run_train(tmp_path / "straight", *common)
-    run_train(
-        tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}"
-    )
-    last = [tmp_path / run / "checkpoints" / "step_0000040.pt" for run in ("straight", "resumed")]
-    assert_same_training(*last)  # the moving average included
+    assert_same_training(*straight_and_resumed(tmp_path, common))  # the moving average included
     # each validation scores the average and, beside it, the weights themselves
     assert (tmp_path / "straight" / "train.log").read_text().count("(moving average; the weights themselves ") >= 2
     # best.pt holds the weights validated: the average of its step, not the weights themselves

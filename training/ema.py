@@ -21,7 +21,6 @@ class WeightAverage:
     """The moving average of `model`'s parameters with `decay` (in (0, 1))."""
 
     def __init__(self, model: Transformer, decay: float) -> None:
-        self.decay = decay
         self.averaged = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay))
 
     def update(self, model: Transformer) -> None:

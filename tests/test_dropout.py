@@ -1,21 +1,38 @@
-"""The CPU dropout draws its masks from 16-bit slices of 64-bit random words: check that it
-behaves as dropout must (rate, unbiased scaling, gradient, determinism, eval identity)."""
+"""The CPU dropout draws its masks from 15-bit slices of 64-bit random words and builds the
+factor's bits with integer arithmetic: check that it behaves as dropout must (rate, unbiased
+scaling, gradient, determinism, eval identity)."""
 
 import pytest
 import torch
 
-from model.dropout import Dropout, keep_mask
+from model.dropout import Dropout, keep_factor
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
 @pytest.mark.parametrize("keep", [0.9, 0.7, 0.5])
-def test_masks_keep_at_the_given_rate_in_every_16_bit_lane(keep):
+def test_factors_keep_at_the_given_rate_in_every_16_bit_lane(keep, dtype):
     torch.manual_seed(0)
-    mask = keep_mask(torch.Size([400_000]), keep)
+    factor = keep_factor(torch.Size([400_000]), 1 / keep, dtype)
+    assert factor.dtype == dtype
+    # exactly two values, whatever the float's width: the scale's bits or all zeros
+    assert set(factor.unique().tolist()) == {0.0, torch.tensor(1 / keep, dtype=dtype).item()}
+    mask = factor != 0
     # 100k elements per lane of the 64-bit words: sd of the rate is below 0.0016
     for lane in range(4):
         assert abs(mask[lane::4].float().mean().item() - keep) < 0.006, f"lane {lane}"
     # neighbours are independent: both kept with probability keep^2
     assert abs((mask[:-1] & mask[1:]).float().mean().item() - keep * keep) < 0.004
+
+
+def test_the_bit_arithmetic_keeps_exactly_the_lanes_below_the_threshold():
+    """The sign-spreading shift against a plain comparison of the same random lanes."""
+    n, scale = 10_001, 1 / 0.7  # n not a multiple of 4: the last word is partly used
+    torch.manual_seed(3)
+    factor = keep_factor(torch.Size([n]), scale, torch.float32)
+    torch.manual_seed(3)
+    words = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(1 << 63), None)
+    lanes = words.view(torch.int16)[:n].int() & 0x7FFF  # uniform over [0, 2^15)
+    assert torch.equal(factor != 0, lanes < round(2**15 / scale))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

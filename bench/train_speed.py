@@ -39,8 +39,8 @@ from data import PAD_ID, DataConfig, TokenBucketSampler, TokenizerConfig, collat
 from model import Transformer, TransformerConfig, TransformerOutput  # noqa: E402
 from model.embedding import PositionalEncoding, TokenEmbedding  # noqa: E402
 from model.masks import causal_mask  # noqa: E402
-from training.config import compose_config, to_run_config  # noqa: E402
-from training.step import train_step  # noqa: E402
+from training.config import TrainConfig, compose_config, to_run_config  # noqa: E402
+from training.step import make_optimizer, train_step  # noqa: E402
 from utils.device import cpu_description, native_bf16  # noqa: E402
 from utils.errors import UserError
 
@@ -126,15 +126,17 @@ def matmul_peak(dtype: torch.dtype, m: int = 4096, k: int = 512, n: int = 2048, 
     return 2 * m * k * n / best / 1e9
 
 
-def make_step(model: nn.Module, bf16: bool, label_smoothing: float):
+def make_step(model: nn.Module, bf16: bool, train: TrainConfig):
     """One optimizer step as training takes it (training/step.py), one batch a step."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    # training's optimizer at a small constant learning rate: without warmup the recipe's peak
+    # could make the loss non-finite, and a step that skips its update would time less work
+    optimizer = make_optimizer(model, dataclasses.replace(train, lr=1e-4))
 
     def autocast():
         return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
 
     def step(batch) -> None:
-        train_step(model, optimizer, label_smoothing, [batch], batch.n_tgt_tokens, autocast, 1.0)
+        train_step(model, optimizer, train.label_smoothing, [batch], batch.n_tgt_tokens, autocast, train.clip_grad_norm)
 
     return step
 
@@ -174,7 +176,7 @@ def measure(args: argparse.Namespace) -> dict:
         torch.manual_seed(0)
         builders = {"minitrans": Transformer, "nn.Transformer": TorchTransformer}
         models = {name: builders[name](cfg) for name in args.models.split(",")}
-        steps = {name: make_step(model.train(), precision == "bf16", 0.1) for name, model in models.items()}
+        steps = {name: make_step(model.train(), precision == "bf16", recipe.train) for name, model in models.items()}
         seconds = dict.fromkeys(models, 0.0)
         for name in models:
             for batch in batches[: args.warmup]:

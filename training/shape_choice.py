@@ -17,7 +17,7 @@ import torch
 from data import Batch
 from model import Transformer, TransformerConfig
 from training.config import ShapeRow, TrainConfig
-from training.step import train_step
+from training.step import make_optimizer, train_step
 
 # Of a time budget, the share that goes into training steps: the one-hour runs spent 94-95% of
 # theirs in steps (validations, attention maps and checkpoints the rest), and a fresh model's
@@ -78,7 +78,7 @@ def probe_seconds_per_token(
     than the epoch's average (the caller scales it by that average). The weights drawn here are
     thrown away; the run seeds its own afterwards."""
     model = Transformer(model_cfg).to(device).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=train.lr, betas=tuple(train.betas), eps=train.eps)
+    optimizer = make_optimizer(model, train)
 
     def autocast():
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=train.precision == "bf16")

@@ -31,7 +31,7 @@ from training.loaders import TrainingBatches
 from training.progress_bar import ProgressBar
 from training.schedule import Schedule
 from training.state import Progress, RandomStreams, TrainState
-from training.step import train_step
+from training.step import make_optimizer, train_step
 from training.time_spent import TimeSpent, summary
 from training.validation import Validation
 from utils.checkpoint_files import (
@@ -75,13 +75,7 @@ class Trainer:
         self.model = Transformer(model_cfg).to(device)
         if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
             torch.manual_seed(ddp.rank_seed(run.seed))
-        optimizer = torch.optim.AdamW(
-            self.model.parameters(),
-            lr=self.cfg.lr,
-            betas=tuple(self.cfg.betas),
-            eps=self.cfg.eps,
-            weight_decay=self.cfg.weight_decay,
-        )
+        optimizer = make_optimizer(self.model, self.cfg)
         progress = Progress()
         self.state = TrainState(
             self.model,

@@ -26,7 +26,7 @@ _SAME_WIDTH_INT = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 @functools.cache  # called at every dropout site of every step; a handful of (scale, dtype) pairs
 def _bits_of(value: float, dtype: torch.dtype) -> int:
     """The bit pattern of `value` in the float type `dtype`, as a signed integer of its width."""
-    return torch.tensor(value, dtype=dtype).view(_SAME_WIDTH_INT[dtype.itemsize]).item()
+    return int(torch.tensor(value, dtype=dtype).view(_SAME_WIDTH_INT[dtype.itemsize]).item())
 
 
 def keep_factor(shape: torch.Size, scale: float, dtype: torch.dtype, device: torch.device | None = None) -> Tensor:

@@ -200,6 +200,7 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="model=small train.label_smoothing=0.2 hydra.run.dir=runs/hour_amx_small_ls02_817078c"': Command(
         short=SHORT
     ),
+    'make train ARGS="hydra.run.dir=runs/hour_amx_fresh_444480e"': Command(short=SHORT),
     'make train ARGS="model=small train.label_smoothing=0.2 train.ema_decay=0.999 seed=2 '
     'hydra.run.dir=runs/hour_amx_small_ls02_ema_seed2_be0f0b3"': Command(short=SHORT),
     ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "
@@ -230,6 +231,10 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/train_speed.py --model small": Command(short=SHORT_SPEED, check="ratio"),
     ".venv/bin/python bench/train_speed.py --allocators glibc,mimalloc --out "
     "bench/results/train_speed_compact_zen3.json": Command(short=SHORT_SPEED, check="ratio"),
+    ".venv/bin/python bench/train_speed.py --model small --allocators glibc,tcmalloc --out "
+    "bench/results/train_speed_small_amx.json": Command(short=SHORT_SPEED, check="ratio"),
+    ".venv/bin/python bench/train_speed.py --allocators glibc,tcmalloc --out "
+    "bench/results/train_speed_compact_amx.json": Command(short=SHORT_SPEED, check="ratio"),
     ".venv/bin/python bench/train_speed.py --allocators mimalloc --vocab-size 4000": Command(
         short=SHORT_SPEED, check="ratio"
     ),

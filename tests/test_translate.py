@@ -5,7 +5,7 @@ import signal
 import subprocess
 from collections.abc import Callable
 
-from helpers import SENTENCES, run_script, start_script, toy_sentences, unseen_sentences
+from helpers import SENTENCES, half_sentences, run_script, start_script, toy_sentences, unseen_sentences
 from helpers.commands import command
 from helpers.terminal import open_terminal
 from inference.search_config import SearchConfig
@@ -33,10 +33,18 @@ def test_greedy_option_and_n_best_format(ci_run, trained):
     """--greedy wins over a beam size given with it: the model's greedy translations, which beam
     search changes for some sentences."""
     model, tokenizer = trained
-    sources = unseen_sentences(40)
+    candidates = unseen_sentences(100) + half_sentences(100)
+    by_greedy = Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(candidates)
+    by_beam = Translator(model, tokenizer, SearchConfig(beam_size=5)).translate(candidates)
+    # only sentences whose translation the beam changes tell the two options apart (which ones
+    # depends on the trained weights)
+    sources = [s for s, g, b in zip(candidates, by_greedy, by_beam) if g != b]
+    assert sources, "beam search changed none of the unseen sentences: nothing to tell apart"
     greedy = translate("-c", ci_run, "--greedy", "-b", "5", *sources).stdout.decode().splitlines()
-    assert greedy == Translator(model, tokenizer, SearchConfig(beam_size=1)).translate(sources)
-    assert greedy != translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines()
+    assert greedy == [g for g, b in zip(by_greedy, by_beam) if g != b]
+    assert translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines() == [
+        b for g, b in zip(by_greedy, by_beam) if g != b
+    ]
     rows = [
         line.split("\t") for line in translate("-c", ci_run, "-n", "3", *SENTENCES[:2]).stdout.decode().splitlines()
     ]

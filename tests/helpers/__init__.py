@@ -4,7 +4,7 @@ corpus (corpus.py), reading a run's events and checkpoints (runs.py), and Tensor
 headless browser (browser.py, imported by its users: selenium is needed there only)."""
 
 from helpers.commands import ROOT, run_script, run_train, start_script, stop_when
-from helpers.corpus import SENTENCES, TOY_CORPUS, TOY_DATA, toy_sentences, unseen_sentences
+from helpers.corpus import SENTENCES, TOY_CORPUS, TOY_DATA, half_sentences, toy_sentences, unseen_sentences
 from helpers.models import TINY_SHAPE, random_pairs, tiny_config, tiny_model
 from helpers.runs import assert_same_training, scalars
 from training.config import CONF_DIR as CONF
@@ -19,6 +19,7 @@ __all__ = [
     "TOY_DATA",
     "assert_same_training",
     "compose_config",
+    "half_sentences",
     "random_pairs",
     "run_script",
     "run_train",

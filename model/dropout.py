@@ -52,7 +52,7 @@ def keep_factor(shape: torch.Size, scale: float, dtype: torch.dtype, device: tor
     return keep_bits.to(int_dtype).bitwise_and_(_bits_of(scale, dtype)).view(dtype).view(shape)
 
 
-@functools.cache
+@functools.cache  # called at every dropout site of every step; a handful of (p, dtype) pairs
 def _rounded_scale(p: float, dtype: torch.dtype) -> float:
     return torch.tensor(1.0 / (1.0 - p), dtype=dtype).item()
 

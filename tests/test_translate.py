@@ -38,13 +38,12 @@ def test_greedy_option_and_n_best_format(ci_run, trained):
     by_beam = Translator(model, tokenizer, SearchConfig(beam_size=5)).translate(candidates)
     # only sentences whose translation the beam changes tell the two options apart (which ones
     # depends on the trained weights)
-    sources = [s for s, g, b in zip(candidates, by_greedy, by_beam) if g != b]
-    assert sources, "beam search changed none of the unseen sentences: nothing to tell apart"
+    changed = [(s, g, b) for s, g, b in zip(candidates, by_greedy, by_beam) if g != b]
+    assert changed, "beam search changed none of the unseen sentences: nothing to tell apart"
+    sources, greedy_of, beam_of = (list(column) for column in zip(*changed))
     greedy = translate("-c", ci_run, "--greedy", "-b", "5", *sources).stdout.decode().splitlines()
-    assert greedy == [g for g, b in zip(by_greedy, by_beam) if g != b]
-    assert translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines() == [
-        b for g, b in zip(by_greedy, by_beam) if g != b
-    ]
+    assert greedy == greedy_of
+    assert translate("-c", ci_run, "-b", "5", *sources).stdout.decode().splitlines() == beam_of
     rows = [
         line.split("\t") for line in translate("-c", ci_run, "-n", "3", *SENTENCES[:2]).stdout.decode().splitlines()
     ]

@@ -14,6 +14,7 @@ from utils.lazy_names import lazy_getattr
 _EXPORTS = {
     "Batch": "data.batching",
     "TokenBucketSampler": "data.batching",
+    "both_directions": "data.batching",
     "collate": "data.batching",
     "token_batches": "data.batching",
     "DataConfig": "data.config",
@@ -32,7 +33,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_imports.py: the same names)
-    from data.batching import Batch, TokenBucketSampler, collate, token_batches  # noqa: F401
+    from data.batching import Batch, TokenBucketSampler, both_directions, collate, token_batches  # noqa: F401
     from data.config import DataConfig, TokenizerConfig  # noqa: F401
     from data.multi30k import load_multi30k  # noqa: F401
     from data.prepare import PreparedData, prepare_data  # noqa: F401

@@ -148,6 +148,16 @@ def collate(examples: Sequence[dict]) -> Batch:
     return Batch(src, tgt_in, tgt_out, src != PAD_ID, tgt_out != PAD_ID)
 
 
+def both_directions(pairs: Dataset) -> Dataset:
+    """The pairs, then each of them the other way round (target as source): bidirectional
+    training (Ding et al. 2021, "Improving NMT by Bidirectional Training"). Only for one joint
+    vocabulary, where an id means the same piece on either side."""
+    from datasets import concatenate_datasets
+
+    swapped = pairs.rename_columns({"src_ids": "tgt_ids", "tgt_ids": "src_ids"})
+    return concatenate_datasets([pairs, swapped.select_columns(pairs.column_names)])
+
+
 def token_batches(dataset: Dataset, max_len: int, max_tokens: int, quiet: bool = False, **sampler_args) -> DataLoader:
     """The pairs the model can take whole (source, and target plus bos/eos, within max_len), in
     length-bucketed batches of up to max_tokens (TokenBucketSampler, given `sampler_args`)."""

@@ -66,6 +66,10 @@ class TrainConfig:
     # level for the compact one (docs/recipe_search.md, "Levers on the small shape")
     label_smoothing: float = 0.2
     clip_grad_norm: float | None = 1.0
+    # >0: this fraction of the run's planned steps trains every pair both ways round (source and
+    # target swapped too; one joint vocabulary), the rest the requested direction only
+    # (Ding et al. 2021, "Improving NMT by Bidirectional Training"; docs/recipe_search.md)
+    bidirectional: float = 0.0
     # machine
     precision: str = "auto"  # "auto" (bf16 where native, else fp32), "fp32" or "bf16" (autocast)
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
@@ -166,6 +170,10 @@ class TrainConfig:
             (self.eval_beam_size >= 1 and self.test_beam_size >= 1, "beam sizes must be at least 1"),
             (0.0 <= self.label_smoothing < 1.0, "train.label_smoothing must be in [0, 1)"),
             (0.0 <= self.ema_decay < 1.0, "train.ema_decay must be in [0, 1) (0: no moving average)"),
+            (
+                0.0 <= self.bidirectional < 1.0,
+                "train.bidirectional must be in [0, 1): the fraction of the run trained both ways (0: off)",
+            ),
         )
 
     @property

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from torch.utils.data import DataLoader
 
-from data import Batch, PreparedData, SampledPairs, TokenBucketSampler, token_batches
+from data import Batch, PreparedData, SampledPairs, TokenBucketSampler, both_directions, token_batches
 
 
 class TrainingBatches:
@@ -13,6 +13,10 @@ class TrainingBatches:
     Without subword sampling every epoch sees the tokenized split, so its pairs and their
     lengths are prepared once; with it (`sampled`) each epoch draws new segmentations, whose
     lengths differ, so that epoch's pairs and batches are made when it starts.
+
+    Bidirectional training (train.bidirectional) trains the epochs before `one_way_from` on every
+    pair both ways round (data.both_directions: twice the batches), the rest in the requested
+    direction only.
     """
 
     def __init__(
@@ -27,13 +31,17 @@ class TrainingBatches:
     ) -> None:
         self.data, self.sampled, self.max_len, self.max_tokens, self.seed = data, sampled, max_len, max_tokens, seed
         self.sampler_args = dict(shuffle=True, seed=seed, rank=rank, world_size=world_size)
-        self.loader_epoch = 0  # whose pairs self.loader holds; without sampling, every epoch's
-        self.loader = self._loader(self.loader_epoch)
+        # what self.loader holds: (the epoch whose pairs, or None without sampling: every epoch's;
+        # both directions or not)
+        self.loader_key: tuple[int | None, bool] = (None if sampled is None else 0, False)
+        self.loader = self._loader(0, both_ways=False)
 
-    def _loader(self, epoch: int) -> DataLoader:
+    def _loader(self, epoch: int, both_ways: bool) -> DataLoader:
         pairs = self.data.tokens["train"] if self.sampled is None else self.sampled.epoch(epoch, self.seed)
+        if both_ways:
+            pairs = both_directions(pairs)
         # skipped pairs are said once
-        return token_batches(pairs, self.max_len, self.max_tokens, quiet=epoch > 0, **self.sampler_args)
+        return token_batches(pairs, self.max_len, self.max_tokens, quiet=epoch > 0 or both_ways, **self.sampler_args)
 
     @property
     def sampler(self) -> TokenBucketSampler:
@@ -44,12 +52,17 @@ class TrainingBatches:
     def n_pairs(self) -> int:
         return len(self.loader.dataset)
 
-    def __call__(self, epoch: int, position: int, max_epochs: int) -> Iterator[tuple[int, int, Batch]]:
+    def __call__(
+        self, epoch: int, position: int, max_epochs: int, one_way_from: int | None = 0
+    ) -> Iterator[tuple[int, int, Batch]]:
         """Batches starting `position` batches into `epoch`: (epoch, position after the batch,
-        batch), so that a checkpoint can say where to continue."""
+        batch), so that a checkpoint can say where to continue. Epochs before `one_way_from`
+        (all of them if None) train both directions."""
         while epoch < max_epochs:
-            if self.sampled is not None and self.loader_epoch != epoch:
-                self.loader_epoch, self.loader = epoch, self._loader(epoch)
+            both_ways = one_way_from is None or epoch < one_way_from
+            key = (None if self.sampled is None else epoch, both_ways)
+            if key != self.loader_key:
+                self.loader_key, self.loader = key, self._loader(epoch, both_ways)
             self.sampler.set_epoch(epoch, start=position)
             for batch in self.loader:
                 position += 1

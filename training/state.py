@@ -32,13 +32,17 @@ class Progress:
     position: int = 0  # batches of that epoch already consumed
     best_bleu: float = -1.0
     elapsed: float = 0.0  # seconds spent in earlier sessions of this run
+    # the first epoch of pairs in the requested direction only; None while train.bidirectional
+    # trains both directions (training/loaders.py)
+    one_way_from: int | None = 0
 
     def state_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     def load_state_dict(self, state: dict) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
+        """A part the checkpoint lacks (written before it existed) takes its default."""
+        for part in dataclasses.fields(self):
+            setattr(self, part.name, state.get(part.name, part.default))
 
 
 class RandomStreams:

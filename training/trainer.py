@@ -76,7 +76,12 @@ class Trainer:
         if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
             torch.manual_seed(ddp.rank_seed(run.seed))
         optimizer = make_optimizer(self.model, self.cfg)
-        progress = Progress()
+        if self.cfg.bidirectional > 0 and not data.tokenizer.joint:
+            raise UserError(
+                "train.bidirectional needs one joint vocabulary (data.tokenizer.joint=true): "
+                "the pairs are also trained with source and target swapped"
+            )
+        progress = Progress(one_way_from=None if self.cfg.bidirectional > 0 else 0)  # a checkpoint may replace it
         self.state = TrainState(
             self.model,
             optimizer,
@@ -262,6 +267,26 @@ class Trainer:
             self.state.schedule.last_step,
         )
 
+    def one_way_now(self) -> bool:
+        """Whether bidirectional training (train.bidirectional) has had its share of the planned
+        steps and the next epoch starts the requested direction alone; it is then marked in the
+        progress (so a resumed run switches at the same step). The share is of the last step
+        planned so far: before the first plan (at a validation after warmup) that is max_steps."""
+        progress = self.state.progress
+        if progress.one_way_from is not None or progress.step < self.cfg.bidirectional * self.last_step():
+            return False
+        progress.one_way_from = progress.epoch + int(progress.position > 0)  # the epoch under way is left
+        progress.epoch, progress.position = progress.one_way_from, 0
+        log.info(
+            "step %d: both directions trained (train.bidirectional=%g of %d steps); the requested "
+            "direction alone from here (epoch %d)",
+            progress.step,
+            self.cfg.bidirectional,
+            self.last_step(),
+            progress.epoch,
+        )
+        return True
+
     def step(self, batches: list[Batch]) -> tuple[float, float, float]:
         """One optimizer step on this rank's `batches`: (lr, loss per token, global tokens)."""
         n_tokens = sum(batch.n_tgt_tokens for batch in batches)
@@ -298,7 +323,7 @@ class Trainer:
         cfg, progress, ddp = self.cfg, self.state.progress, self.ddp
         started = self.time.started  # moves on at each checkpoint, which adds the time since to progress.elapsed
         self.time.add("preparation (data, model)", self.clock() - started)
-        batches = self.batches(progress.epoch, progress.position, cfg.max_epochs)
+        batches = self.batches(progress.epoch, progress.position, cfg.max_epochs, progress.one_way_from)
         self.train_model.train()
 
         def elapsed() -> float:
@@ -328,6 +353,8 @@ class Trainer:
                         progress.step,
                     )
                     break
+                if self.one_way_now():
+                    batches = self.batches(progress.epoch, 0, cfg.max_epochs, progress.one_way_from)
                 group = list(islice(batches, cfg.grad_accum))
                 if not group:
                     log.info("reached max_epochs=%d", cfg.max_epochs)

@@ -369,6 +369,11 @@ TRAIN = {
         "train.average_last is read only without train.ema_decay (the moving average is evaluated instead)",
     ),
     "moving average decay": (["train.ema_decay=1"], "train.ema_decay must be in [0, 1) (0: no moving average)"),
+    "both directions": (["train.bidirectional=1"], "train.bidirectional must be in [0, 1): the fraction"),
+    "both directions in two vocabularies": (
+        ["train.bidirectional=0.3", "data.tokenizer.joint=false"],
+        "train.bidirectional needs one joint vocabulary (data.tokenizer.joint=true)",
+    ),
     "unread: vocabulary size": (["model.src_vocab_size=1000"], "model.src_vocab_size is not read: a run takes it"),
     "unread: a shape setting with the table": (
         ["model=auto", "model.dropout=0.25"],
@@ -504,6 +509,7 @@ NUMBERS = st.one_of(
             "train.warmup_steps",
             "train.label_smoothing",
             "train.ema_decay",
+            "train.bidirectional",
             "train.max_tokens",
             "train.eval_every",
             "model.dropout",

@@ -44,3 +44,36 @@ def test_ranks_split_the_epoch_and_train_as_many_steps(toy):
         tuple(i for i in row if i != PAD_ID) for shard in shards for _, _, batch in shard for row in batch.src.tolist()
     ]
     assert len(set(rows)) == len(rows) == len(toy.tokens["train"])  # every pair once (the toy corpus has no repeats)
+
+
+def rows(batches) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(source ids, target ids) of every sentence of the batches, without padding and bos."""
+    return [
+        (tuple(i for i in src if i != PAD_ID), tuple(i for i in tgt[1:] if i != PAD_ID))
+        for batch in batches
+        for src, tgt in zip(batch.src.tolist(), batch.tgt_in.tolist())
+    ]
+
+
+def test_epochs_before_one_way_from_train_every_pair_both_ways_round(toy):
+    batches = TrainingBatches(toy, None, max_len=64, max_tokens=256, seed=3, rank=0, world_size=1)
+    pairs = [(tuple(s), tuple(t)) for s, t in zip(toy.tokens["train"]["src_ids"], toy.tokens["train"]["tgt_ids"])]
+    by_epoch: dict[int, list] = {}
+    for epoch, _, batch in batches(0, 0, max_epochs=3, one_way_from=2):
+        by_epoch.setdefault(epoch, []).append(batch)
+    swapped = [(t, s) for s, t in pairs]
+    for epoch in (0, 1):
+        assert sorted(rows(by_epoch[epoch])) == sorted(pairs + swapped)
+    assert sorted(rows(by_epoch[2])) == sorted(pairs)
+    assert rows(by_epoch[0]) != rows(by_epoch[1])  # each epoch its own order
+
+
+@pytest.mark.parametrize("epoch, position", [(0, 7), (1, 0), (1, 4)])
+def test_resuming_around_the_switch_to_one_direction_gives_what_an_uninterrupted_run_saw(toy, epoch, position):
+    def batches():
+        return TrainingBatches(toy, None, max_len=64, max_tokens=256, seed=7, rank=0, world_size=1)
+
+    straight = [(e, p, b.src.tolist()) for e, p, b in batches()(0, 0, max_epochs=2, one_way_from=1)]
+    before = sum(e == 0 for e, _, _ in straight)
+    resumed = [(e, p, b.src.tolist()) for e, p, b in batches()(epoch, position, max_epochs=2, one_way_from=1)]
+    assert resumed == straight[(before if epoch else 0) + position :]

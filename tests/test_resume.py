@@ -179,6 +179,25 @@ def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(tmp
     )
 
 
+def test_resume_before_the_switch_to_one_direction_switches_where_the_uninterrupted_run_did(tmp_path):
+    common = [
+        "experiment=ci",
+        *TOY_DATA,
+        "train.bidirectional=0.75",  # of 40 steps: both ways until step 30, after the checkpoint resumed
+        "train.max_steps=40",
+        "train.checkpoint_every=20",
+        "train.keep_last=5",
+        "train.max_minutes=null",
+        *QUIET,
+    ]
+    assert_same_training(*straight_and_resumed(tmp_path, common))
+    for run in ("straight", "resumed"):
+        assert (
+            "step 30: both directions trained (train.bidirectional=0.75 of 40 steps)"
+            in (tmp_path / run / "train.log").read_text()
+        )
+
+
 def test_resume_continues_the_moving_average_and_best_holds_it(tmp_path):
     common = [
         "experiment=ci",

@@ -40,7 +40,9 @@ def trained_a_little(seed: int) -> TrainState:
         state.optimizer.zero_grad()
         state.ema.update(state.model)
     state.schedule.plan(3, 40 + seed)
-    state.progress.load_state_dict({"step": 3, "epoch": 1, "position": 2, "best_bleu": 12.5, "elapsed": 7.0 + seed})
+    state.progress.load_state_dict(
+        {"step": 3, "epoch": 1, "position": 2, "best_bleu": 12.5, "elapsed": 7.0 + seed, "one_way_from": seed}
+    )
     return state
 
 
@@ -88,3 +90,11 @@ def test_restoring_works_in_place_so_holders_of_a_part_see_it():
     state.load_state_dict(trained_a_little(1).state_dict())
     assert state.progress is progress and state.optimizer is optimizer and state.rng.progress is progress
     assert progress.step == 3 and progress.elapsed == 8.0
+
+
+def test_progress_saved_before_a_part_existed_takes_that_part_s_default():
+    """A checkpoint from before bidirectional training has no one_way_from: it trained one way from
+    its first epoch, whatever this run's fresh progress said."""
+    progress = Progress(one_way_from=None, best_bleu=30.0)
+    progress.load_state_dict({"step": 7, "epoch": 2, "position": 1, "elapsed": 3.0})
+    assert progress == Progress(step=7, epoch=2, position=1, elapsed=3.0, one_way_from=0)

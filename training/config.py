@@ -212,9 +212,14 @@ class RunConfig:
     def __post_init__(self) -> None:
         refuse_unless(
             (
+                self.train.bidirectional == 0 or self.data.tokenizer.joint,
+                "train.bidirectional needs one joint vocabulary (data.tokenizer.joint=true): "
+                "each pair is also trained with source and target swapped",
+            ),
+            (
                 not self.shapes or any(row.min_steps == 0 for row in self.shapes.values()),
                 "the shape table (model=auto) needs a row with min_steps 0, taken whatever the budget",
-            )
+            ),
         )
 
 

@@ -76,11 +76,6 @@ class Trainer:
         if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
             torch.manual_seed(ddp.rank_seed(run.seed))
         optimizer = make_optimizer(self.model, self.cfg)
-        if self.cfg.bidirectional > 0 and not data.tokenizer.joint:
-            raise UserError(
-                "train.bidirectional needs one joint vocabulary (data.tokenizer.joint=true): "
-                "the pairs are also trained with source and target swapped"
-            )
         progress = Progress(one_way_from=None if self.cfg.bidirectional > 0 else 0)  # a checkpoint may replace it
         self.state = TrainState(
             self.model,

@@ -201,6 +201,11 @@ COMMANDS: dict[str, Command] = {
         short=SHORT
     ),
     'make train ARGS="hydra.run.dir=runs/hour_amx_fresh_444480e"': Command(short=SHORT),
+    'make train ARGS="train.bidirectional=0.33 hydra.run.dir=runs/hour_amx_bit033_a1c03b9"': Command(short=SHORT),
+    'make train ARGS="train.max_tokens=2048 train.lr=2.1e-3 train.warmup_steps=1000 '
+    'hydra.run.dir=runs/hour_amx_tok2048_lr21_8f01870"': Command(short=SHORT),
+    ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "
+    "--model small --max-tokens 2048": Command(short=SHORT_SPEED + " --allocators mimalloc", check="minitrans fp32"),
     'make train ARGS="model=small train.label_smoothing=0.2 train.ema_decay=0.999 seed=2 '
     'hydra.run.dir=runs/hour_amx_small_ls02_ema_seed2_be0f0b3"': Command(short=SHORT),
     ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "

@@ -21,16 +21,20 @@ def test_pairs_the_model_cannot_take_are_skipped_and_said(toy, caplog):
         assert batch.src.numel() <= 256 and batch.tgt_in.numel() <= 256
 
 
+def seen_from(toy, epoch: int, position: int, max_epochs: int, one_way_from: int | None = 0) -> list[tuple]:
+    """(epoch, position, source ids) of every batch a new TrainingBatches (seed 7) yields from
+    `position` batches into `epoch` on: what a run started or resumed there trains on."""
+    batches = TrainingBatches(toy, None, max_len=64, max_tokens=256, seed=7, rank=0, world_size=1)
+    return [(e, p, b.src.tolist()) for e, p, b in batches(epoch, position, max_epochs, one_way_from)]
+
+
 @pytest.mark.parametrize("epoch, position", [(0, 0), (0, 5), (1, 3)])
 def test_starting_from_a_saved_position_gives_what_an_uninterrupted_run_saw_next(toy, epoch, position):
-    def batches():
-        return TrainingBatches(toy, None, max_len=64, max_tokens=256, seed=7, rank=0, world_size=1)
-
-    straight = [(e, p, b.src.tolist()) for e, p, b in batches()(0, 0, max_epochs=3)]
+    straight = seen_from(toy, 0, 0, max_epochs=3)
     per_epoch = len(straight) // 3
     assert [p for e, p, _ in straight if e == 0] == list(range(1, per_epoch + 1))
     assert straight[:per_epoch] != straight[per_epoch : 2 * per_epoch]  # each epoch its own order
-    resumed = [(e, p, b.src.tolist()) for e, p, b in batches()(epoch, position, max_epochs=3)]
+    resumed = seen_from(toy, epoch, position, max_epochs=3)
     assert resumed == straight[epoch * per_epoch + position :]
 
 
@@ -70,10 +74,7 @@ def test_epochs_before_one_way_from_train_every_pair_both_ways_round(toy):
 
 @pytest.mark.parametrize("epoch, position", [(0, 7), (1, 0), (1, 4)])
 def test_resuming_around_the_switch_to_one_direction_gives_what_an_uninterrupted_run_saw(toy, epoch, position):
-    def batches():
-        return TrainingBatches(toy, None, max_len=64, max_tokens=256, seed=7, rank=0, world_size=1)
-
-    straight = [(e, p, b.src.tolist()) for e, p, b in batches()(0, 0, max_epochs=2, one_way_from=1)]
+    straight = seen_from(toy, 0, 0, max_epochs=2, one_way_from=1)
     before = sum(e == 0 for e, _, _ in straight)
-    resumed = [(e, p, b.src.tolist()) for e, p, b in batches()(epoch, position, max_epochs=2, one_way_from=1)]
+    resumed = seen_from(toy, epoch, position, max_epochs=2, one_way_from=1)
     assert resumed == straight[(before if epoch else 0) + position :]

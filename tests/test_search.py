@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from model import TransformerConfig
-from model.search import beam_search, greedy_search, output_limits
+from model.search import beam_search, best_extensions, greedy_search, output_limits
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 A, B, C, D = 4, 5, 6, 7
@@ -130,3 +130,23 @@ def test_n_best_hypotheses_are_distinct_and_ranked():
     assert len(hyps) == 4
     assert len({tuple(h.tokens) for h in hyps}) == 4
     assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+
+
+@pytest.mark.parametrize("vocab", [8, 64, 200, 8000])  # one block, one exactly, a padded last block, many
+@pytest.mark.parametrize("beams", [1, 5])
+def test_best_extensions_equal_a_top_k_over_every_beam_and_token(vocab, beams):
+    """The two-round ranking against the plain one over all K x V scores, with dead beams (-inf,
+    as beam search starts) and tokens that may not be produced (-inf columns)."""
+    generator = torch.Generator().manual_seed(vocab + beams)
+    log_probs = torch.log_softmax(3 * torch.randn(6, beams, vocab, generator=generator), dim=-1)
+    log_probs[:, :, [PAD, BOS, UNK]] = float("-inf")
+    beam_scores = -5 * torch.rand(6, beams, generator=generator)
+    beam_scores[:2, 1:] = float("-inf")  # sentences whose only live beam is the first
+    count = min(2 * beams, beams * vocab)
+    scores, beam, token = best_extensions(log_probs, beam_scores, count)
+    expected_scores, index = (beam_scores[:, :, None] + log_probs).view(6, -1).topk(count, dim=1)
+    assert torch.equal(scores, expected_scores)
+    finite = scores.isfinite()  # which of several -inf extensions fills a place is not defined
+    assert torch.equal(beam[finite], (index // vocab)[finite]) and torch.equal(token[finite], (index % vocab)[finite])
+    assert (token < vocab).all()
+    assert torch.equal(scores, beam_scores.gather(1, beam) + log_probs[torch.arange(6)[:, None], beam, token])

@@ -270,6 +270,7 @@ class Transformer(nn.Module):
         targets: Tensor | None = None,
         label_smoothing: float = 0.0,
         return_attention: bool = False,
+        consistency: float = 0.0,
     ) -> TransformerOutput:
         """Teacher-forced pass over (B, S) source and (B, T) decoder input ids.
 
@@ -278,12 +279,20 @@ class Transformer(nn.Module):
         not padding, and no logits: training needs only the loss, and model/output_loss.py
         computes it without ever holding the (B, T, tgt_vocab_size) logits and their gradient
         side by side. All attention maps on request.
+
+        With `targets` and `consistency` > 0 (R-Drop): the batch goes through twice, as one batch
+        of twice the rows whose copies each draw their own dropout masks, and the loss is the two
+        passes' mean cross-entropy plus `consistency` / 4 times their symmetric KL divergence
+        (model/output_loss.py); the attention maps then hold both copies.
         """
+        if consistency > 0 and targets is not None:
+            src, tgt_in, targets = (torch.cat([ids, ids]) for ids in (src, tgt_in, targets))  # (2B, ...)
         memory, src_mask, enc_weights = self.encode(src)
         states, self_weights, cross_weights = self.decoder_states(tgt_in, memory, src_mask)
         attention = AttentionMaps(enc_weights, self_weights, cross_weights) if return_attention else None
         if targets is None:
             return TransformerOutput(self.output_proj(states), None, attention)
         real = targets != self.cfg.pad_id  # (B, T); padded positions are left out, not masked
-        loss = output_cross_entropy(states[real], self.output_proj.weight, targets[real], label_smoothing)
+        # row-major: the second copy's positions follow the first's in the same order
+        loss = output_cross_entropy(states[real], self.output_proj.weight, targets[real], label_smoothing, consistency)
         return TransformerOutput(None, loss, attention)

@@ -374,6 +374,11 @@ TRAIN = {
         ["train.bidirectional=0.3", "data.tokenizer.joint=false"],
         "train.bidirectional needs one joint vocabulary (data.tokenizer.joint=true)",
     ),
+    "R-Drop weight": (["train.rdrop=-1"], "train.rdrop must be >= 0 (R-Drop's weight alpha; 0: off)"),
+    "R-Drop without dropout": (
+        ["train.rdrop=5", "model=compact", "model.dropout=0", "model.attention_dropout=0"],
+        "train.rdrop needs dropout (model.dropout or model.attention_dropout above 0)",
+    ),
     "unread: vocabulary size": (["model.src_vocab_size=1000"], "model.src_vocab_size is not read: a run takes it"),
     "unread: a shape setting with the table": (
         ["model=auto", "model.dropout=0.25"],
@@ -510,6 +515,7 @@ NUMBERS = st.one_of(
             "train.label_smoothing",
             "train.ema_decay",
             "train.bidirectional",
+            "train.rdrop",
             "train.max_tokens",
             "train.eval_every",
             "model.dropout",

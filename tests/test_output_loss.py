@@ -1,5 +1,7 @@
 """The fused output layer + label-smoothed cross-entropy against PyTorch's own cross-entropy."""
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -83,3 +85,47 @@ def test_the_models_training_loss_is_cross_entropy_over_its_logits_ignoring_padd
     for name, grad in reference_grads.items():
         torch.testing.assert_close(fused_grads[name], grad, rtol=1e-8, atol=1e-10, msg=name)
     assert all(grad.abs().sum() > 0 for grad in fused_grads.values())  # every parameter took part
+
+
+@pytest.mark.parametrize("consistency", [0.5, 5.0])
+def test_r_drop_value_and_gradients_equal_the_formula_over_the_logits(consistency):
+    """The R-Drop loss: the mean of the two passes' cross-entropies plus alpha / 4 times their
+    symmetric KL divergence, against the same written with PyTorch's own functions."""
+    g = torch.Generator().manual_seed(2)
+    states = torch.randn(2 * 23, 16, dtype=torch.float64, generator=g)  # two passes over 23 positions
+    weight = torch.randn(29, 16, dtype=torch.float64, generator=g)
+    targets = torch.randint(0, 29, (23,), generator=g).repeat(2)
+
+    def reference(h, w):
+        log_probs = torch.log_softmax(h @ w.t(), dim=-1)
+        first, second = log_probs.chunk(2)
+        kl = F.kl_div(second, first, log_target=True, reduction="sum")  # KL(p || p')
+        kl_reverse = F.kl_div(first, second, log_target=True, reduction="sum")  # KL(p' || p)
+        cross_entropy = F.cross_entropy(h @ w.t(), targets, label_smoothing=0.1, reduction="sum")
+        return cross_entropy / 2 + consistency / 4 * (kl + kl_reverse)
+
+    ours = loss_and_grads(lambda h, w: output_cross_entropy(h, w, targets, 0.1, consistency), states, weight)
+    for a, b in zip(ours, loss_and_grads(reference, states, weight)):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_the_models_r_drop_loss_pairs_each_position_with_itself_in_the_second_pass(tiny_config):
+    """Transformer.forward(consistency=...) in training mode against the same two passes made by
+    hand (the batch given twice, the same dropout draws): the KL term pairs each target position
+    of the first copy with the same position of the second, padding left out."""
+    model = Transformer(dataclasses.replace(tiny_config, dropout=0.3, attention_dropout=0.1)).double().train()
+    pad = tiny_config.pad_id
+    src, tgt_in, targets = torch.randint(4, 50, (3, 7)), torch.randint(4, 50, (3, 6)), torch.randint(4, 50, (3, 6))
+    targets[0, 4:] = tgt_in[0, 5:] = pad
+    torch.manual_seed(3)
+    loss = model(src, tgt_in, targets=targets, label_smoothing=0.1, consistency=5.0).loss
+    torch.manual_seed(3)
+    logits = model(torch.cat([src, src]), torch.cat([tgt_in, tgt_in])).logits  # (2B, T, V)
+    real = targets != pad
+    first, second = torch.log_softmax(logits, dim=-1).chunk(2)  # 2 x (B, T, V)
+    kl = F.kl_div(second[real], first[real], log_target=True, reduction="sum")
+    kl += F.kl_div(first[real], second[real], log_target=True, reduction="sum")
+    both = torch.cat([targets, targets])
+    cross_entropy = F.cross_entropy(logits[both != pad], both[both != pad], label_smoothing=0.1, reduction="sum")
+    assert kl > 1e-3  # the two passes differ: dropout drew its own masks for each copy
+    torch.testing.assert_close(loss, cross_entropy / 2 + 5.0 / 4 * kl, rtol=1e-10, atol=1e-10)

@@ -70,6 +70,10 @@ class TrainConfig:
     # target swapped too; one joint vocabulary), the rest the requested direction only
     # (Ding et al. 2021, "Improving NMT by Bidirectional Training"; docs/recipe_search.md)
     bidirectional: float = 0.0
+    # >0: R-Drop (Liang et al. 2021) with this weight alpha (the paper's 5 for translation): every
+    # batch goes through the model twice, each pass with its own dropout masks, and the two passes'
+    # next-token distributions are trained to agree (symmetric KL); a step costs about twice as much
+    rdrop: float = 0.0
     # machine
     precision: str = "auto"  # "auto" (bf16 where native, else fp32), "fp32" or "bf16" (autocast)
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
@@ -174,6 +178,7 @@ class TrainConfig:
                 0.0 <= self.bidirectional < 1.0,
                 "train.bidirectional must be in [0, 1): the fraction of the run trained both ways (0: off)",
             ),
+            (self.rdrop >= 0.0, "train.rdrop must be >= 0 (R-Drop's weight alpha; 0: off)"),
         )
 
     @property
@@ -210,7 +215,13 @@ class RunConfig:
     shapes: dict[str, ShapeRow] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        shapes = [row.model for row in self.shapes.values()] or [self.model]  # what the run may train
         refuse_unless(
+            (
+                self.train.rdrop == 0 or all(shape.dropout > 0 or shape.attention_dropout > 0 for shape in shapes),
+                "train.rdrop needs dropout (model.dropout or model.attention_dropout above 0): without it "
+                "the two passes are the same",
+            ),
             (
                 self.train.bidirectional == 0 or self.data.tokenizer.joint,
                 "train.bidirectional needs one joint vocabulary (data.tokenizer.joint=true): "

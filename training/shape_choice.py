@@ -89,7 +89,15 @@ def probe_seconds_per_token(
 
     def step(batch: Batch) -> None:
         train_step(
-            model, optimizer, train.label_smoothing, [batch], batch.n_tgt_tokens, autocast, train.clip_grad_norm, device
+            model,
+            optimizer,
+            train.label_smoothing,
+            [batch],
+            batch.n_tgt_tokens,
+            autocast,
+            train.clip_grad_norm,
+            device,
+            train.rdrop,
         )
 
     for i in range(WARMUP_STEPS):

@@ -48,6 +48,7 @@ def train_step(
     autocast: Callable[[], AbstractContextManager],
     clip_grad_norm: float | None,
     device: torch.device | None = None,
+    consistency: float = 0.0,
 ) -> StepResult:
     """Accumulate the gradients of `batches`, then clip and update (only if all is finite).
 
@@ -59,6 +60,8 @@ def train_step(
         normalizer: what the summed loss is divided by, e.g. the step's target tokens, so
             that every token weighs the same whatever batch it came in.
         autocast: a context for the forward pass (bf16 autocast, or one that does nothing).
+        consistency: R-Drop's weight (train.rdrop; Transformer.forward): above 0, every batch
+            goes through twice and the two passes are also trained to agree.
     """
     params = [p for p in model.parameters() if p.requires_grad]
     step_loss = 0.0
@@ -68,7 +71,13 @@ def train_step(
         last = i == len(batches) - 1
         with nullcontext() if last or not isinstance(model, DistributedDataParallel) else model.no_sync():
             with autocast():
-                output = model(batch.src, batch.tgt_in, targets=batch.tgt_out, label_smoothing=label_smoothing)
+                output = model(
+                    batch.src,
+                    batch.tgt_in,
+                    targets=batch.tgt_out,
+                    label_smoothing=label_smoothing,
+                    consistency=consistency,
+                )
             loss = output.loss.float() / normalizer
             loss.backward()
         step_loss += loss.item()

@@ -298,6 +298,7 @@ class Trainer:
             self.autocast,
             self.cfg.clip_grad_norm,
             self.device,
+            self.cfg.rdrop,
         )
         if not result.updated:
             last_good = latest_step_checkpoint(self.ckpt_dir)

@@ -172,36 +172,38 @@ def beam_search(
     Returns:
         for each sentence, its n_best hypotheses.
     """
-    k = beam_size
+    k = min(beam_size, model.cfg.tgt_vocab_size)  # the first step has no more extensions than tokens
     n_best = min(n_best, k)
     bos, eos = model.cfg.bos_id, model.cfg.eos_id
     device = src.device
     memory, src_mask, _ = model.encode(src)
     batch = src.size(0)
     limits = _limits(max_len, batch, device)
-    # every sentence's K beams sit next to each other: row b*K + j is beam j of sentence b, and
-    # they share the sentence's one row of memory (B, S, d_model) in cross-attention
+    # every sentence's beams sit next to each other: row b*beams + j is beam j of sentence b, and
+    # they share the sentence's one row of memory (B, S, d_model) in cross-attention. The search
+    # starts from one beam a sentence (bos alone), whose best K extensions become its K beams.
+    beams = 1
     cache = model.new_cache() if use_cache else None
-    history = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)
-    # only beam 0 is live at the start, so the first step does not pick K copies of one token
-    beam_scores = torch.full((batch, k), float("-inf"), device=device)
-    beam_scores[:, 0] = 0.0
+    history = torch.full((batch, 1), bos, dtype=torch.long, device=device)
+    beam_scores = torch.zeros(batch, 1, device=device)
     active = list(range(batch))  # original index of each sentence still in the batch
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
 
     for step in range(int(limits.max()) + 1):
         n = len(active)
-        at_limit = (limits <= step).repeat_interleave(k)  # (n*K,)
-        log_probs = _next_log_probs(model, history, memory, src_mask, cache, at_limit)  # (n*K, V)
-        cand_scores, cand_beam, cand_token = best_extensions(log_probs.view(n, k, -1), beam_scores, 2 * k)  # (n, 2K)
+        at_limit = (limits <= step).repeat_interleave(beams)  # (n*beams,)
+        log_probs = _next_log_probs(model, history, memory, src_mask, cache, at_limit)  # (n*beams, V)
+        log_probs = log_probs.view(n, beams, -1)
+        count = min(2 * k, beams * log_probs.size(2))
+        cand_scores, cand_beam, cand_token = best_extensions(log_probs, beam_scores, count)  # (n, 2K)
         ends = cand_token == eos
 
         # 1. finish the eos candidates that rank within the best K of the step
         ending = (ends[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
         if ending:  # read as Python lists once: indexing a tensor element by element is slow
-            prefixes, beams, scores = history[:, 1:].tolist(), cand_beam.tolist(), cand_scores.tolist()
+            prefixes, parents, scores = history[:, 1:].tolist(), cand_beam.tolist(), cand_scores.tolist()
             for row, rank in ending:
-                prefix = prefixes[row * k + beams[row][rank]]
+                prefix = prefixes[row * beams + parents[row][rank]]
                 log_prob = scores[row][rank]
                 length = len(prefix) + 1
                 finished[active[row]].append(Hypothesis(prefix, log_prob / length**length_penalty, log_prob))
@@ -209,7 +211,8 @@ def beam_search(
         # 2. the best K candidates that go on
         cand_scores = cand_scores.masked_fill(ends, float("-inf"))
         beam_scores, keep = cand_scores.topk(k, dim=1)  # (n, K)
-        origin = (cand_beam.gather(1, keep) + torch.arange(n, device=device)[:, None] * k).view(-1)
+        origin = (cand_beam.gather(1, keep) + torch.arange(n, device=device)[:, None] * beams).view(-1)
+        beams = k
         next_token = cand_token.gather(1, keep).view(-1, 1)
         history = torch.cat([history.index_select(0, origin), next_token], dim=1)
         if cache is not None:

@@ -150,3 +150,11 @@ def test_best_extensions_equal_a_top_k_over_every_beam_and_token(vocab, beams):
     assert torch.equal(beam[finite], (index // vocab)[finite]) and torch.equal(token[finite], (index % vocab)[finite])
     assert (token < vocab).all()
     assert torch.equal(scores, beam_scores.gather(1, beam) + log_probs[torch.arange(6)[:, None], beam, token])
+
+
+def test_a_beam_wider_than_the_vocabulary_keeps_one_beam_a_token():
+    """The first step extends bos alone, so it has V extensions at most: a beam of 12 over the 8
+    tokens searches with 8 beams, and finds what a beam of 8 finds."""
+    wide = beam_search(TableModel(TRAP), src(), beam_size=12, max_len=5, n_best=12, length_penalty=0.0)[0]
+    eight = beam_search(TableModel(TRAP), src(), beam_size=8, max_len=5, n_best=8, length_penalty=0.0)[0]
+    assert [h.tokens for h in wide] == [h.tokens for h in eight] and wide[0].tokens == [B, C]

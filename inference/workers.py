@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from inference.malloc import keep_freed_memory
+
 _decode: Callable[[Any], Any] | None = None  # in a worker: what decodes one batch (inherited by fork)
 
 
@@ -29,6 +31,7 @@ def _start_worker(decode: Callable[[Any], Any], threads: int) -> None:
     global _decode
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(threads)
+    keep_freed_memory()
     _decode = decode
 
 

@@ -202,7 +202,9 @@ COMMANDS: dict[str, Command] = {
     ),
     'make train ARGS="hydra.run.dir=runs/hour_amx_fresh_444480e"': Command(short=SHORT),
     'make train ARGS="train.bidirectional=0.33 hydra.run.dir=runs/hour_amx_bit033_a1c03b9"': Command(short=SHORT),
-    'make train ARGS="model=small train.rdrop=5 hydra.run.dir=runs/hour_amx_small_rdrop5_58c1c10"': Command(short=SHORT),
+    'make train ARGS="model=small train.rdrop=5 hydra.run.dir=runs/hour_amx_small_rdrop5_58c1c10"': Command(
+        short=SHORT
+    ),
     'make train ARGS="train.max_tokens=2048 train.lr=2.1e-3 train.warmup_steps=1000 '
     'hydra.run.dir=runs/hour_amx_tok2048_lr21_8f01870"': Command(short=SHORT),
     ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "

@@ -74,9 +74,12 @@ class TorchTransformer(nn.Module):
     def embed(self, ids: Tensor) -> Tensor:
         return self.dropout(self.positional(self.embedding(ids)))
 
-    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor, label_smoothing: float) -> TransformerOutput:
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, targets: Tensor, label_smoothing: float, consistency: float = 0.0
+    ) -> TransformerOutput:
         """The summed training loss, as train_step asks of a model (in TransformerOutput's place, as
-        ours): PyTorch's own cross-entropy."""
+        ours): PyTorch's own cross-entropy. The benchmark times plain steps (no R-Drop)."""
+        assert consistency == 0.0, "the reference model has no R-Drop (train.rdrop)"
         src_pad, tgt_pad = src == PAD_ID, tgt_in == PAD_ID  # True = ignore, torch's convention
         future = ~causal_mask(tgt_in.size(1), tgt_in.size(1), tgt_in.device).squeeze()  # (T, T), True = future
         h = self.transformer(

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers.commands import ROOT
 
 # Beam search (5 beams, 32 sentences) with the compact shape's default config, untrained: the page
 # faults of three searches after a first one, before or after keep_freed_memory(). A fresh
 # process for each, since the thresholds stay set for the life of a process.
 FAULTS = """
-import resource, sys, torch
-sys.path.insert(0, {root!r})
+import resource, torch
 from inference.malloc import keep_freed_memory
 from model import Transformer, TransformerConfig
 from model.search import beam_search
@@ -32,12 +31,18 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
-def page_faults(keep: bool) -> int:
-    script = FAULTS.format(root=str(ROOT), keep=keep)
-    env = {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}  # glibc's malloc
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+def printed(script: str, preload: str | None) -> str:
+    """What `python -c SCRIPT` in the checkout prints, with `preload` as LD_PRELOAD (None: glibc's malloc)."""
+    env = {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
+    if preload is not None:
+        env["LD_PRELOAD"] = preload
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
-    return int(result.stdout)
+    return result.stdout.strip()
+
+
+def page_faults(keep: bool) -> int:
+    return int(printed(FAULTS.format(keep=keep), preload=None))
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt's thresholds are glibc's")
@@ -52,10 +57,5 @@ def test_another_malloc_preloaded_is_left_alone():
     library = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
     if not library.exists():
         pytest.skip("no tcmalloc (Debian: apt install libtcmalloc-minimal4)")
-    script = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-        "from inference.malloc import keep_freed_memory; print(keep_freed_memory())"
-    )
-    env = {**os.environ, "LD_PRELOAD": str(library)}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-    assert result.stdout.strip() == "False", result.stderr
+    script = "from inference.malloc import keep_freed_memory; print(keep_freed_memory())"
+    assert printed(script, preload=str(library)) == "False"

@@ -27,6 +27,7 @@ from inference.api import ENGINES, load_translator
 from inference.contract import Progress, Translating
 from inference.search_config import SearchConfig
 from inference.translator import Translator
+from inference.workers import WorkerDied
 from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
 from utils.device import pick_device
 from utils.errors import Stopped, UserError
@@ -214,6 +215,7 @@ def run(args: argparse.Namespace) -> None:
         total=total, unit=" lines", dynamic_ncols=True, disable=interactive or not sys.stderr.isatty(), leave=False
     )
     done = 0
+    of = f"{total:,}" if total else "the"
     try:
         with output_file(args.output) as out:
             while chunk := list(islice(lines, 1 if interactive else CHUNK)):
@@ -221,10 +223,12 @@ def run(args: argparse.Namespace) -> None:
                 done += len(chunk)
                 bar.update(done - bar.n)  # and the chunk's blank lines, which no batch holds
     except KeyboardInterrupt:
-        bar.close()
-        of = f"{total:,}" if total else "the"
         raise Interrupted(f"Ctrl-C after {done:,} of {of} lines; {kept(args.output)}") from None
-    bar.close()
+    except WorkerDied as e:
+        raise UserError(f"{e} after {done:,} of {of} lines; {kept(args.output)}") from None
+    finally:
+        bar.close()
+        translator.close()  # its worker processes end here, whatever ended the loop
 
 
 def kept(output: Path | None) -> str:

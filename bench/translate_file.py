@@ -9,7 +9,8 @@ translates an export of the checkpoint (float32, made in a temporary folder as e
 it), ours the checkpoint; both beam 5, as translate.py's defaults are. Each command runs alone,
 its memory sampled every 0.2 s: the proportional set size (PSS) of the command and every process
 it started, so that our worker processes' shared pages count once, its peak given for each tenth
-of the run (flat, if memory does not grow with the file). Every repeat of a corpus line must be
+of the run (flat, if memory does not grow with the file); and the peak RSS of one worker process
+(its shared pages counted whole: what each worker needs). Every repeat of a corpus line must be
 translated as its first occurrence: lines written out of order would not be. Writes
 bench/results/translate_file.json with the commit and CPU.
 """
@@ -26,30 +27,39 @@ from bench.common import RESULTS, ROOT, checkpoint_and_split, write_result  # no
 from utils.device import usable_cores  # noqa: E402
 
 
-def tree_pss_mb(pid: int) -> float:
-    """The PSS of process `pid` and its descendants, in MB (Linux /proc); 0 once it is gone."""
-    pids, total = [pid], 0
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """(the PSS of process `pid` and its descendants, the largest peak RSS of one descendant,
+    e.g. a decoding worker, with the pages it shares counted whole), in MB (Linux /proc); 0
+    for what is gone."""
+    pids, total, worker = [pid], 0, 0
     while pids:
         current = pids.pop()
         try:
             for line in Path(f"/proc/{current}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     total += int(line.split()[1])
+            if current != pid:
+                for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):  # the process's peak resident set
+                        worker = max(worker, int(line.split()[1]))
             children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
         except OSError:  # it ended while being read
             continue
         pids += [int(child) for child in children]
-    return total / 1024
+    return total / 1024, worker / 1024
 
 
-def timed(command: list[str]) -> tuple[float, list[float]]:
+def timed(command: list[str]) -> tuple[float, list[float], float]:
     """Run `command`; (seconds, its memory: the peak PSS in MB of it and its descendants in each
-    tenth of its time, so that memory growing with the file shows)."""
+    tenth of its time, so that memory growing with the file shows; the peak RSS of its largest
+    worker process in MB, 0 without workers)."""
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
-    samples = []
+    samples, worker_peak = [], 0.0
     while process.poll() is None:
-        samples.append((time.perf_counter() - start, tree_pss_mb(process.pid)))
+        pss, worker = tree_memory_mb(process.pid)
+        samples.append((time.perf_counter() - start, pss))
+        worker_peak = max(worker_peak, worker)
         time.sleep(0.2)
     if process.returncode != 0:
         sys.exit(f"{' '.join(command)} failed with exit status {process.returncode}")
@@ -57,7 +67,7 @@ def timed(command: list[str]) -> tuple[float, list[float]]:
     tenths = [
         max((pss for t, pss in samples if i * seconds / 10 <= t < (i + 1) * seconds / 10), default=0) for i in range(10)
     ]
-    return seconds, tenths
+    return seconds, tenths, worker_peak
 
 
 def main() -> None:
@@ -92,7 +102,7 @@ def main() -> None:
                 output = Path(work) / f"{engine}.out"
                 translate = [sys.executable, str(ROOT / "translate.py"), "-c", model, "-i", str(source)]
                 threads = layout.split() if layout.startswith("--") else []
-                seconds, memory = timed([*translate, "-o", str(output), *threads])
+                seconds, memory, worker_rss = timed([*translate, "-o", str(output), *threads])
                 outputs[layout] = output.read_text(encoding="utf-8").splitlines()
                 # the input repeats the corpus: each repeat must be translated as its first
                 # occurrence, which a line written out of order would not be
@@ -106,8 +116,12 @@ def main() -> None:
                     "repeats_translated_alike": f"{alike} of {len(repeats)}",
                     "peak_pss_mb": round(peak),
                     "peak_pss_mb_by_tenth_of_the_time": [round(m) for m in memory],
+                    "peak_rss_mb_of_a_worker": round(worker_rss),
                 }
-                print(f"{engine + ', ' + layout:<36} {seconds:8.1f} s {rate:8.1f} lines/s  peak {peak:5.0f} MB")
+                print(
+                    f"{engine + ', ' + layout:<36} {seconds:8.1f} s {rate:8.1f} lines/s  peak {peak:5.0f} MB"
+                    + (f" (a worker's peak RSS {worker_rss:.0f} MB)" if worker_rss else "")
+                )
             if len(outputs) == 2:
                 speedup = results[f"{engine}, --threads 1"]["seconds"] / results[f"{engine}, {default}"]["seconds"]
                 same = sum(a == b for a, b in zip(outputs[default], outputs["--threads 1"]))

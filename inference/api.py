@@ -51,7 +51,10 @@ def load_translator(
     of `threads_per_batch` that each decode whole batches when a call has several (either engine:
     ours in worker processes, which hold the model as it is at their first use; 1 a batch a core,
     measured fastest for this project's models in bench/decode.py); one batch alone (a typed
-    sentence) is decoded on all of them. `search`: SearchConfig's settings."""
+    sentence) is decoded on all of them. More threads than this process may use are refused.
+    The translator leaves this process's torch threads as they were; its worker processes end
+    with its `close()` or `with` block (or when it is garbage-collected). `search`:
+    SearchConfig's settings."""
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r}: choose {', '.join(ENGINES)}")
     if search.get("beam_size") == 1 and "length_penalty" in search:
@@ -59,6 +62,10 @@ def load_translator(
             "the length penalty is read by beam search only: greedy search (beam size 1) ranks nothing; "
             "give a beam size above 1"
         )
+    cores = usable_cores()
+    if threads > cores:
+        raise UserError(f"{threads} threads asked for, but this process may use {cores} core(s): give at most {cores}")
+    cores = threads or cores
     try:
         settings = SearchConfig(**search)
     except TypeError as e:  # a setting SearchConfig does not have
@@ -74,7 +81,7 @@ def load_translator(
                 device=device.type,
                 device_index=device.index or 0,
                 compute_type=compute_type,
-                threads=threads,
+                threads=cores,
                 threads_per_batch=threads_per_batch,
             )
     if exported:
@@ -91,13 +98,17 @@ def load_translator(
             f"({cpu_description() if device.type == 'cpu' else device}): emulated, it would be many "
             "times slower than float32; use float32 or int8"
         )
-    cores = threads or usable_cores()
-    torch.set_num_threads(cores)  # one batch (a typed sentence) is decoded on all of them
     model, tokenizer, _ = load_for_inference(path, device)
     if compute_type == "int8":
         model = quantize_int8(model)
     per_batch = min(threads_per_batch, cores)
     workers = cores // per_batch if device.type == "cpu" else 1  # a GPU decodes one batch at a time
     return Translator(
-        model, tokenizer, settings, bf16=compute_type == "bfloat16", workers=workers, threads_per_worker=per_batch
+        model,
+        tokenizer,
+        settings,
+        bf16=compute_type == "bfloat16",
+        workers=workers,
+        threads_per_worker=per_batch,
+        threads=cores,  # one batch alone (a typed sentence) is decoded on all of them
     )

@@ -34,6 +34,14 @@ class Translating(Protocol):
     ) -> list[list[tuple[str, float]]]:
         """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
 
+    def close(self) -> None:
+        """Let go of what the translator holds beyond memory (worker processes, a loaded engine);
+        also at the end of a `with` block."""
+
+    def __enter__(self) -> "Translating": ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
 
 def one_line(text: str) -> str:
     """A decoded translation as one line: a line break it decodes to (a byte-fallback <0x0A>,

@@ -5,8 +5,9 @@ translation never spans lines, n-best with scores, overlong sources truncated wi
 The search is CTranslate2's own beam search (greedy at beam 1), told what ours does: the same
 beam size and length penalty (score = log_prob / length ** alpha), no <unk>, <pad> or <s>
 produced, and outputs cut at max_len_ratio * source pieces + max_len_extra (CTranslate2 takes one
-limit per batch, the longest source's, over length-sorted batches as ours; each output is then
-cut to its own limit, so greedy outputs that run to the limit end where ours do).
+limit per batch, the longest source's, over length-sorted batches as ours; a sentence whose
+output ran past its own limit is decoded again with it, so that outputs end where ours do and
+every score is its text's).
 
 The cores are used by batch: `threads` workers (CTranslate2's inter_threads) each decode whole
 batches on one core, the batches submitted at once and their results read in order; for a model
@@ -74,6 +75,7 @@ class CTranslate2Translator:
         cores = threads or usable_cores()
         per_batch = min(threads_per_batch, cores)
         workers = cores // per_batch if device == "cpu" else 1  # a GPU takes one batch at a time
+        torch_threads = torch.get_num_threads()
         try:
             self.engine = ctranslate2.Translator(
                 str(folder),
@@ -85,10 +87,27 @@ class CTranslate2Translator:
             )
         except Exception as e:  # noqa: BLE001 - a corrupt model.bin fails with RuntimeError, ValueError, IndexError...
             raise UserError(f"CTranslate2 cannot load {folder}: {one_line(str(e)) or type(e).__name__}") from None
+        finally:
+            # CTranslate2 sets this thread's OpenMP threads to intra_threads, and torch shares that
+            # OpenMP runtime: the host's torch threads are set back (CTranslate2's own workers keep theirs)
+            torch.set_num_threads(torch_threads)
         self.truncated = 0
+
+    def close(self) -> None:
+        """Unload the model (CTranslate2's threads stay until the engine is collected); a later
+        call loads it again."""
+        self.engine.unload_model()
+
+    def __enter__(self) -> "CTranslate2Translator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _search(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[list[str], float]]]:
         """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
+        if not self.engine.model_is_loaded:  # closed earlier
+            self.engine.load_model()
         ids, self.truncated = source_ids(self.tokenizer, sentences, self.max_len)
         sources = [[self.tokenizer.src.id_to_piece(i) for i in x] for x in ids]
         results: list[list[tuple[list[str], float]]] = [[] for _ in sources]
@@ -97,32 +116,43 @@ class CTranslate2Translator:
             torch.tensor([len(pieces) for pieces in sources]), search.max_len_ratio, search.max_len_extra, self.max_len
         ).tolist()  # ours, per sentence
         # every batch submitted at once (asynchronous), the longest first: the engine's workers
-        # take them in turn, and none is left with a long one at the end while the others idle
-        submitted = [
-            (
-                chunk,
-                self.engine.translate_batch(
-                    [sources[i] for i in chunk],
-                    beam_size=search.beam_size,
-                    num_hypotheses=n_best,
-                    length_penalty=search.length_penalty,
-                    max_decoding_length=limits[chunk[-1]],  # the batch's own limit, as one worker would
-                    return_scores=True,
-                    disable_unk=True,
-                    suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]],
-                    asynchronous=True,
-                ),
-            )
-            for chunk in reversed(list(length_sorted_batches(sources, search.batch_size)))
-        ]
-        for chunk, found in submitted:  # read in the order sent: about the order they finish
+        # take them in turn, and none is left with a long one at the end while the others idle.
+        # CTranslate2 takes one length limit a batch: its longest source's.
+        chunks = list(reversed(list(length_sorted_batches(sources, search.batch_size))))
+        submitted = [self._submit([sources[i] for i in chunk], n_best, limits[chunk[-1]]) for chunk in chunks]
+        for chunk, found in zip(chunks, submitted):  # read in the order sent: about the order they finish
             for i, waiting in zip(chunk, found):
                 result = waiting.result()
-                # the batch's limit is its longest source's: each output is cut to its own
-                results[i] = [(pieces[: limits[i]], score) for pieces, score in zip(result.hypotheses, result.scores)]
+                results[i] = list(zip(result.hypotheses, result.scores))
             if progress:
                 progress(len(chunk))
+        # A hypothesis that ran past its own sentence's limit (a batch-mate's was longer) is not
+        # cut, which would leave it the score of the longer text: its sentence is decoded again,
+        # beside those of the same limit, so that every score is its text's.
+        over: dict[int, list[int]] = {}
+        for i, hyps in enumerate(results):
+            if any(len(pieces) > limits[i] for pieces, _ in hyps):
+                over.setdefault(limits[i], []).append(i)
+        for limit, again in over.items():
+            for i, waiting in zip(again, self._submit([sources[i] for i in again], n_best, limit)):
+                result = waiting.result()
+                results[i] = list(zip(result.hypotheses, result.scores))
         return results
+
+    def _submit(self, sources: list[list[str]], n_best: int, limit: int) -> list:
+        """The search of one batch of source pieces, submitted (CTranslate2's async results)."""
+        search = self.search
+        return self.engine.translate_batch(
+            sources,
+            beam_size=search.beam_size,
+            num_hypotheses=n_best,
+            length_penalty=search.length_penalty,
+            max_decoding_length=limit,
+            return_scores=True,
+            disable_unk=True,
+            suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]],
+            asynchronous=True,
+        )
 
     def _text(self, pieces: list[str]) -> str:
         return one_line(self.tokenizer.tgt.decode_pieces(pieces))

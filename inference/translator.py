@@ -14,6 +14,7 @@ from inference.search_config import SearchConfig
 from inference.workers import BatchWorkers, can_fork
 from model import Transformer
 from model.search import Hypothesis, beam_search, greedy_search, output_limits
+from utils.device import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,11 @@ class Translator:
             faster where the hardware has bf16 (utils/device.native_bf16), emulated elsewhere.
         workers: CPU processes that decode whole batches side by side when a call has more than
             one batch (inference/workers.py), each on `threads_per_worker` cores; 1 decodes in
-            this process, on torch's threads, and so does a system without fork (Windows). A
-            single batch (a typed sentence) is always decoded here.
+            this process, and so does a system without fork (Windows). A single batch (a typed
+            sentence) is always decoded here. The workers end with `close()` (or the `with`
+            block, or when the translator is garbage-collected).
+        threads: torch's threads while this process decodes (None: as they are); set back after
+            each call, so that the host process's setting is left as it was.
     """
 
     def __init__(
@@ -55,16 +59,27 @@ class Translator:
         bf16: bool = False,
         workers: int = 1,
         threads_per_worker: int = 1,
+        threads: int | None = None,
     ) -> None:
         self.search = search.fits(model.cfg.max_len)
         self.model, self.tokenizer = model, tokenizer
         self.use_cache = use_cache  # False re-runs the decoder over the prefix (benchmarks, checks)
         self.bf16 = bf16
-        self.workers = (
-            BatchWorkers(self.find_batch, workers, threads_per_worker) if workers > 1 and can_fork() else None
-        )
+        self.threads = threads
+        self.workers = BatchWorkers(workers, threads_per_worker) if workers > 1 and can_fork() else None
         self.truncated = 0  # sources cut to the model's max_len by the last call
         self.last_hypotheses: list[list[Hypothesis]] = []  # of the last call, in input order
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started; a later call starts new ones."""
+        if self.workers is not None:
+            self.workers.close()
+
+    def __enter__(self) -> "Translator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def device(self) -> torch.device:
@@ -104,13 +119,14 @@ class Translator:
         batches = [Batch([src_ids[i] for i in chunk], self.search, n_best, self.use_cache) for chunk in chunks]
         done = (lambda batch: progress(len(batch.sources))) if progress else None
         if self.workers is not None and len(batches) > 1:
-            found = self.workers.map(batches, cost=Batch.cost, done=done)
+            found = self.workers.map(self.find_batch, batches, cost=Batch.cost, done=done)
         else:
             found = []
-            for batch in batches:
-                found.append(self.find_batch(batch))
-                if done:
-                    done(batch)
+            with torch_threads(self.threads):
+                for batch in batches:
+                    found.append(self.find_batch(batch))
+                    if done:
+                        done(batch)
         results: list[list[Hypothesis]] = [[] for _ in src_ids]
         for chunk, hypotheses in zip(chunks, found):
             for i, hyps in zip(chunk, hypotheses):
@@ -149,14 +165,17 @@ class Translator:
         if found is None:
             found = self.find(self.source_ids(sentences))
         rows = [i for i, hyps in enumerate(found) if hyps]
-        maps = collect_attention(
-            self.model,
-            self.tokenizer,
-            [sentences[i].strip() for i in rows],
-            [found[i][0].tokens for i in rows],
-            inside=inside,
-        )
         result: list[SentenceAttention | None] = [None] * len(sentences)
+        if not rows:  # no sentence has a piece: nothing to run the model on
+            return result
+        with torch_threads(self.threads):
+            maps = collect_attention(
+                self.model,
+                self.tokenizer,
+                [sentences[i].strip() for i in rows],
+                [found[i][0].tokens for i in rows],
+                inside=inside,
+            )
         for i, att in zip(rows, maps):
             result[i] = att
         return result

@@ -18,19 +18,6 @@ else:
     torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread_a_worker():
-    """Under pytest-xdist, each test starts on one torch thread, whatever an earlier test in the
-    worker left: a CTranslate2 translator built with several threads in a worker (whose OpenMP
-    started with both cores, before the worker kept to one) leaves torch's parallel regions on
-    two threads, which then wait on each other on the worker's one core. Seen: test_learning,
-    28 s alone, ran 23 minutes after test_ct2_export's two-thread translators in CI; 26 s with
-    this."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        torch.set_num_threads(1)
-    yield
-
-
 @pytest.fixture
 def tiny_config():
     from helpers import tiny_config

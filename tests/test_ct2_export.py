@@ -221,3 +221,17 @@ def test_batches_decoded_side_by_side_translate_as_one_worker(exported, beam_siz
     assert [hyps[0][0] for hyps in sure] == [hyps[0][0] for hyps in sure_alone]
     assert [hyps[0][1] for hyps in sure] == pytest.approx([hyps[0][1] for hyps in sure_alone], abs=1e-4)
 
+
+def test_n_best_near_the_length_limit_scores_the_text_returned(toy_run, tmp_path):
+    """An under-trained model's hypotheses run to the length limit, which depends on the source's
+    length, while CTranslate2 takes one limit a batch: each sentence's n best (texts and scores),
+    decoded in one batch of 40 sentences of unequal lengths, are those it gets alone."""
+    run_script("export.py", "-c", toy_run, tmp_path / "export")
+    search = SearchConfig(beam_size=3, batch_size=40, max_len_ratio=1.0, max_len_extra=2)
+    translator = CTranslate2Translator(tmp_path / "export", search, threads=1)
+    sentences = toy_sentences()[:40]
+    together = translator.translate_nbest(sentences, 3)
+    alone = [translator.translate_nbest([sentence], 3)[0] for sentence in sentences]
+    assert [[text for text, _ in hyps] for hyps in together] == [[text for text, _ in hyps] for hyps in alone]
+    scores = [score for hyps in together for _, score in hyps]
+    assert scores == pytest.approx([score for hyps in alone for _, score in hyps], abs=1e-5)

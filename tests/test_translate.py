@@ -5,8 +5,11 @@ import signal
 import subprocess
 from collections.abc import Callable
 
+import pytest
+
 from helpers import SENTENCES, half_sentences, run_script, start_script, toy_sentences, unseen_sentences
 from helpers.commands import command
+from helpers.processes import all_cores
 from helpers.terminal import open_terminal
 from inference.search_config import SearchConfig
 from inference.translator import Translator
@@ -76,6 +79,21 @@ def test_sentences_without_pieces_translate_to_empty_lines_with_attention_of_the
     assert result.stdout.decode().split("\n")[1:] == ["", "", ""]  # one line each, the last two empty
     assert {p.name.split("_")[0] for p in tmp_path.glob("*.png")} == {"sentence1"}
     assert result.stderr.decode().count("cross-attention, layer 2") == 1
+
+
+def test_a_line_of_no_pieces_alone_has_no_attention_in_any_view(ci_run, tmp_path):
+    """Alone (typed at the prompt, a chunk of one), a line without source pieces: an empty
+    translation and no figure from translate.py, None from the Python API, and one line from the
+    ATTENTION tab's typed sentence, never a traceback."""
+    from inference import load_translator
+    from viz.attention_tab.typed import TypedError, TypedSentences
+
+    result = translate("-c", ci_run, "--attention", tmp_path, "--show-attention", "\u200b")
+    assert (result.stdout, result.stderr) == (b"\n", b"") and not list(tmp_path.glob("*.png"))
+    with load_translator(ci_run) as translator:
+        assert translator.attention(["\u200b", "\x01"]) == [None, None]
+    with pytest.raises(TypedError, match="the sentence has no pieces the model reads"):
+        TypedSentences().stored(ci_run / "checkpoints" / "best.pt", "\u200b")
 
 
 def test_output_file_that_is_the_input_is_refused(ci_run, tmp_path):
@@ -174,8 +192,9 @@ def stderr_on_a_terminal(
         stdin=stdin,
         stdout=subprocess.DEVNULL,
         stderr=terminal,
-        # Ctrl-C as at a shell's prompt: a pytest-xdist worker ignores SIGINT, and so would its children
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        # Ctrl-C as at a shell's prompt: a pytest-xdist worker ignores SIGINT, and so would its
+        # children; and every core, for --threads 2
+        preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL), all_cores()),
     )
     os.close(terminal)
     shown = b""
@@ -212,7 +231,7 @@ def test_a_file_shows_a_progress_bar_on_a_terminal_and_ctrl_c_says_how_far_it_go
     assert (tmp_path / "out.en").read_text(encoding="utf-8").splitlines() == translate(
         "-c", ci_run, "--greedy", "--threads", "1", "-i", tmp_path / "in.de"
     ).stdout.decode().splitlines()  # the workers' translations, in order, are one process's
-    assert translate(*args).stderr == b""  # standard error not a terminal: no bar
+    assert run_script("translate.py", *args, preexec_fn=all_cores).stderr == ""  # stderr not a terminal: no bar
 
     with open(tmp_path / "in.de", "rb") as pipe:  # a pipe: lines counted as they go, no total
         status, shown = stderr_on_a_terminal(["-c", ci_run, "--greedy"], stdin=pipe)

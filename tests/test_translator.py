@@ -157,7 +157,7 @@ def test_batches_decoded_by_worker_processes_translate_as_one_process(trained, b
     counted: list[int] = []
     try:
         assert pooled.translate_nbest(sources, 2 if beam_size > 1 else 1, progress=counted.append) == alone
-        assert pooled.workers is not None and pooled.workers.pool is not None  # the workers did decode
+        assert pooled.workers is not None and pooled.workers.processes  # the workers did decode
         assert sum(counted) == len(sources) - 2 and len(counted) > 2  # one call a batch; blanks in none
         assert pooled.translate(SENTENCES[:1]) == [alone[len(sources) - len(SENTENCES)][0][0]]  # one batch: here
     finally:

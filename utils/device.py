@@ -1,6 +1,8 @@
 """Which device a run or a translation uses, and how many CPU cores it may."""
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -30,6 +32,21 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):  # Linux
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to `threads` inside the block (None: left as they are) and set
+    back after it: a library call leaves its host process's setting as it found it."""
+    if threads is None or threads == torch.get_num_threads():
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def cpu_description() -> str:

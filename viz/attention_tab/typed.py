@@ -93,7 +93,9 @@ class TypedSentences:
         if self._loaded is None or self._loaded[0] != version:
             from inference import load_translator  # torch: only once a sentence is typed
 
-            self._loaded = None  # the old model goes before the new one loads
+            if self._loaded is not None:  # the old model goes before the new one loads
+                self._loaded[1].close()
+            self._loaded = None
             try:
                 self._loaded = (version, load_translator(version[0], engine="minitrans", device="cpu"))
             except UserError as error:

@@ -1,0 +1,150 @@
+"""Worker processes that decode whole batches (inference/workers.py): they end with their
+translator, a dead one ends the call at once, and the library leaves its host's torch threads
+as it found them. Their translations equal one process's: test_translator.py."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from helpers import ROOT, run_script, toy_sentences
+from helpers.commands import command
+from helpers.processes import all_cores, children
+
+needs_two_cores = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="two worker processes need two cores")
+
+
+BUILD_AND_DROP = """
+import json, os, sys
+sys.path.insert(0, "tests")
+from helpers.processes import all_cores, children
+from inference import load_translator
+
+lines = sys.stdin.read().splitlines()
+counts = []
+for _ in range(5):  # each translator replaces the last, which is dropped: no gc.collect()
+    translator = load_translator(sys.argv[1])
+    translator.translate(lines)
+    counts.append(len(children(os.getpid())))
+del translator
+counts.append(len(children(os.getpid())))
+with load_translator(sys.argv[1]) as translator:
+    translator.translate(lines)
+    counts.append(len(children(os.getpid())))
+counts.append(len(children(os.getpid())))
+print(json.dumps(counts))
+"""
+
+
+@needs_two_cores
+def test_workers_end_with_their_translator(ci_run):
+    """Five translators built and dropped in one process, each translating 400 lines on two
+    workers: two live children after each, none once the last is dropped; and a `with` block
+    ends its translator's workers."""
+    lines = "\n".join(toy_sentences() * 4)
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD_AND_DROP, ci_run],
+        input=lines,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=all_cores,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == [2, 2, 2, 2, 2, 0, 2, 0]
+
+
+@needs_two_cores
+def test_a_killed_worker_ends_translate_py_with_one_line(ci_run, tmp_path):
+    """kill -9 of one worker while a file is translated: translate.py ends at once (it does not
+    wait for the lost batch) with one line saying what happened and how far it got, exit
+    status 1, the earlier -o file as it was and no worker left behind."""
+    (tmp_path / "in.de").write_text("\n".join(toy_sentences() * 25) + "\n", encoding="utf-8")  # 2,500 lines
+    (tmp_path / "out.en").write_text("earlier\n")
+    args = ["-c", ci_run, "--threads", "2", "-i", tmp_path / "in.de", "-o", tmp_path / "out.en"]
+    process = subprocess.Popen(
+        command("translate.py", *args), cwd=ROOT, stderr=subprocess.PIPE, text=True, preexec_fn=all_cores
+    )
+    try:
+        while len(workers := sorted(children(process.pid))) < 2:
+            assert process.poll() is None, "translate.py ended before its workers started"
+            time.sleep(0.01)
+        os.kill(workers[0], signal.SIGKILL)
+        stderr = process.communicate(timeout=120)[1]
+    finally:
+        process.kill()
+    assert process.returncode == 1 and "Traceback" not in stderr, stderr
+    said = stderr.strip().splitlines()
+    assert len(said) == 1, stderr
+    assert said[0].startswith("error: a decoding worker process was killed by SIGKILL"), said[0]
+    assert f"of 2,500 lines; {tmp_path / 'out.en'} is as it was" in said[0], said[0]
+    assert (tmp_path / "out.en").read_text() == "earlier\n"
+    assert not children(process.pid)
+
+
+def test_a_translator_leaves_torch_threads_as_it_found_them(ci_run, tmp_path):
+    """load_translator and translating with either engine (ours decodes on its own thread count,
+    CTranslate2 sets the OpenMP threads it shares with torch) leave torch's threads as they were."""
+    from inference import load_translator
+
+    run_script("export.py", "-c", ci_run, tmp_path / "export")
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)  # neither the cores here nor a count either engine would choose
+    try:
+        for path in (ci_run, tmp_path / "export"):
+            with load_translator(path, threads=1, threads_per_batch=1) as translator:
+                assert torch.get_num_threads() == 3
+                translator.translate(toy_sentences()[:10])
+                assert torch.get_num_threads() == 3, path
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_translator_refuses_more_threads_than_its_cores(ci_run):
+    from inference import load_translator
+    from utils.errors import UserError
+
+    cores = len(os.sched_getaffinity(0))
+    with pytest.raises(UserError, match=f"{cores + 1} threads asked for, but this process may use {cores} core"):
+        load_translator(ci_run, threads=cores + 1)
+
+
+def test_workers_stop_on_close_and_start_again(ci_run):
+    """close() ends the workers; the next call with several batches starts new ones, alike."""
+    from inference.checkpoint import load_for_inference
+    from inference.search_config import SearchConfig
+    from inference.translator import Translator
+
+    model, tokenizer, _ = load_for_inference(ci_run)
+    lines = toy_sentences()[:100]
+    others = children(os.getpid())  # what this test's process had started before
+    with Translator(model, tokenizer, SearchConfig(beam_size=2, batch_size=10), workers=2) as translator:
+        first = translator.translate(lines)
+        started = {process.pid for process, _ in translator.workers.processes}
+        assert len(started) == 2 and children(os.getpid()) - others == started
+        translator.close()
+        assert children(os.getpid()) == others
+        assert translator.translate(lines) == first
+        again = children(os.getpid()) - others
+        assert len(again) == 2 and not again & started
+    assert children(os.getpid()) == others
+
+
+def test_an_error_in_a_worker_is_raised_here():
+    """An exception raised while a worker decodes comes back to the caller as itself."""
+    from inference.workers import BatchWorkers
+
+    def fails(batch):
+        raise ValueError(f"cannot decode {batch}")
+
+    others = children(os.getpid())
+    workers = BatchWorkers(2)
+    with pytest.raises(ValueError, match="cannot decode 3"):
+        workers.map(fails, [1, 2, 3], cost=lambda batch: batch)
+    assert children(os.getpid()) == others  # stopped with the error

@@ -11,7 +11,7 @@ from datasets import DatasetDict, load_from_disk
 
 from data.columns import column_lines, digest_lines
 from data.config import OFFICIAL_URL, DataConfig, downloaded
-from data.multi30k import load_multi30k
+from data.multi30k import load_multi30k, resolve_data_dir
 from data.sources import SOURCES, carve_validation, load_files, load_hf, load_table, split_names
 from data.tokenizer import Tokenizer, train_tokenizer
 from utils.errors import UserError
@@ -109,6 +109,15 @@ def load_corpus(cfg: DataConfig, splits: list[str] | None = None, data_dir: str 
     if cfg.val is None:  # no validation split given: one is set aside from training
         text = carve_validation(text, cfg.val_size, cfg.val_seed)
     return DatasetDict({split: ds for split, ds in text.items() if splits is None or split in splits})
+
+
+def corpus_location(cfg: DataConfig) -> dict[str, str | None]:
+    """Where a run's corpus was found, absolute: the Multi30k folder (data.dir, else
+    $MULTI30K_DIR; None where it was downloaded) and the cache (downloads, tokenized splits).
+    A checkpoint keeps it, so that what reads the corpus again later (export.py --to argos) finds
+    it from any shell and folder."""
+    folder = resolve_data_dir(cfg.dir) if getattr(cfg, "source", "multi30k") == "multi30k" else None
+    return {"dir": str(folder.resolve()) if folder else None, "cache_dir": str(Path(cfg.cache_dir).resolve())}
 
 
 def load_text(cfg: DataConfig, splits: list[str] | None = None, data_dir: str | None = None) -> DatasetDict:

@@ -135,11 +135,23 @@ def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
 
 def run_text(meta: dict, splits: list[str], data_dir: str | None = None, what: str = "checkpoint") -> "DatasetDict":
     """The splits of the corpus a checkpoint's run trained on, read as the run read them (its
-    data config), from `data_dir` instead of the run's Multi30k folder if given."""
+    data config), from where the run found them (data/prepare.py's corpus_location, kept with
+    the checkpoint), or from `data_dir` instead of the run's Multi30k folder if given."""
     from omegaconf import OmegaConf  # loaded here only: translating needs neither it nor datasets
 
     from data.prepare import load_text
 
     if "config" not in meta:
         raise UserError(f"the {what} does not hold its run's configuration (not saved by train.py?)")
-    return load_text(OmegaConf.create(meta["config"]).data, splits, data_dir)
+    data = OmegaConf.create(meta["config"]).data
+    where = meta.get("corpus", {})  # absent from checkpoints written before runs kept it
+    if data_dir is None and where.get("dir"):
+        data_dir = where["dir"]
+        if not Path(data_dir).is_dir():
+            raise UserError(
+                f"the {what}'s run read Multi30k from {data_dir}, which is not there now: "
+                "give its folder with --data-dir"
+            )
+    if where.get("cache_dir"):
+        data.cache_dir = where["cache_dir"]
+    return load_text(data, splits, data_dir)

@@ -20,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
 from data import Batch, PreparedData, SampledPairs
+from data.prepare import corpus_location
 from inference.checkpoint import atomic_save, average_checkpoints, load_checkpoint, make_checkpoint
 from model import Transformer, TransformerConfig
 from training.config import RunConfig
@@ -71,6 +72,7 @@ class Trainer:
         self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
         self.time = TimeSpent(clock, started)
         self.ckpt_dir = checkpoint_folder(run_dir)
+        self.corpus = corpus_location(run.data)  # kept in every checkpoint: where to read the corpus again
         torch.manual_seed(run.seed)  # the same initial weights on every rank
         self.model = Transformer(model_cfg).to(device)
         if ddp.rank > 0:  # but each rank its own dropout masks (rank 0 goes on with the seed's stream)
@@ -121,6 +123,7 @@ class Trainer:
             "tgt_lang": self.run.data.tgt_lang,
             "step": self.state.progress.step,
             "config": OmegaConf.to_yaml(OmegaConf.structured(self.run)),
+            "corpus": self.corpus,
         }
 
     def save(self) -> Path:

@@ -68,9 +68,19 @@ def output_file(out: Path, name: str, version: str, force: bool) -> Path:
     if path.exists():
         if not zipfile.is_zipfile(path):
             raise UserError(f"{path} exists and is not an Argos package; not replacing it")
+        if _model_folder(path) is None:
+            raise UserError(f"{path} is an Argos package that minitrans did not write; not replacing it")
         if not force:
             raise UserError(f"{path} exists; give --force to replace it")
     return path
+
+
+def _model_folder(path: Path) -> str | None:
+    """The CTranslate2 model's folder inside a package file (FOLDER/model/) if minitrans wrote
+    it (its MANIFEST is there), else None. The file must be a readable zip."""
+    with zipfile.ZipFile(path) as archive:
+        manifests = [n for n in archive.namelist() if n.count("/") == 2 and n.endswith(f"/model/{MANIFEST}")]
+    return manifests[0].removesuffix(MANIFEST) if manifests else None
 
 
 def check_language(code: str, side: str) -> str:
@@ -125,7 +135,9 @@ def export_argos(
     from_code = check_language(from_code or meta.get("src_lang", "?"), "from")
     to_code = check_language(to_code or meta.get("tgt_lang", "?"), "to")
     if from_code == to_code:
-        raise UserError(f"the package would translate {from_code} into itself: give --from and --to")
+        raise UserError(
+            f"the package would translate {from_code} into itself: give the languages with --from-lang and --to-lang"
+        )
     if not tokenizer.joint:
         raise UserError(
             "an Argos package holds one SentencePiece model for both languages; this run has two "
@@ -202,13 +214,11 @@ def unpacked(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     with tempfile.TemporaryDirectory() as work:
         try:
+            model = _model_folder(path)
+            if model is None:
+                raise UserError(f"{path} is not an Argos package made by minitrans (no model/{MANIFEST} in it)")
             with zipfile.ZipFile(path) as archive:
-                names = archive.namelist()
-                manifests = [n for n in names if n.count("/") == 2 and n.endswith(f"/model/{MANIFEST}")]
-                if not manifests:
-                    raise UserError(f"{path} is not an Argos package made by minitrans (no model/{MANIFEST} in it)")
-                model = manifests[0].removesuffix(MANIFEST)  # FOLDER/model/
-                archive.extractall(work, [n for n in names if n.startswith(model)])
+                archive.extractall(work, [n for n in archive.namelist() if n.startswith(model)])
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as e:  # truncated, corrupt, unreadable
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
             raise UserError(f"{path} is not a readable Argos package ({reason})") from None

@@ -12,8 +12,11 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import string
+import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -28,6 +31,7 @@ import translate
 from data import DataConfig
 from data.prepare import load_corpus
 from helpers import TOY_CORPUS, run_script, run_train
+from helpers.commands import command
 from helpers.servers import EmptyHubHandler, free_port, serving
 from inference import load_translator
 from inference.checkpoint import load_checkpoint
@@ -194,27 +198,39 @@ def test_translate_py(case, user, untouched, capsys, monkeypatch):
     one_line(status, stderr, expected.format(u=user))
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes any file, whatever its permissions")
+# Root reads and writes any file whatever its permissions (and CI runs as root): as root, the
+# command runs as nobody (setpriv), on a copy of the run in a folder nobody may read.
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+
+
+@pytest.mark.skipif(bool(AS_NOBODY) and not shutil.which("setpriv"), reason="as root, setpriv (util-linux) is needed")
 @pytest.mark.parametrize("locked", ["input", "output folder", "export folder"])
-def test_files_the_user_may_not_read_or_write(locked, user, untouched, tmp_path, capsys):
-    path = tmp_path / "locked"
-    if locked == "input":
-        path.write_text("Ein Hund.\n")
-        path.chmod(0o000)
-        main, argv, expected = translate.main, ["-c", user / "run", "-i", path], "Permission denied"
-    else:
-        path.mkdir()
-        path.chmod(0o500)  # may be read and entered, not written
-        main, argv, expected = (
-            (translate.main, ["-c", user / "run", "-o", path / "out.en", "x"], "Permission denied")
-            if locked == "output folder"
-            else (export.main, ["-c", user / "run", path / "export"], "Permission denied")
-        )
+def test_files_the_user_may_not_read_or_write(locked, user, untouched):
+    home = Path(tempfile.mkdtemp(prefix="minitrans-locked-"))
     try:
-        status, stderr = in_process(main, argv, capsys)
+        home.chmod(0o755)  # nobody may enter it (mkdtemp makes it the owner's alone)
+        (home / "run" / "checkpoints").mkdir(parents=True)
+        shutil.copy(user / "run" / "checkpoints" / "best.pt", home / "run" / "checkpoints")
+        for folder in (home / "run", home / "run" / "checkpoints"):
+            folder.chmod(0o755)
+        (home / "run" / "checkpoints" / "best.pt").chmod(0o644)
+        path = home / "locked"
+        if locked == "input":
+            path.write_text("Ein Hund.\n")
+            path.chmod(0o000)
+            argv = command("translate.py", "-c", home / "run", "-i", path)
+        else:
+            path.mkdir()
+            path.chmod(0o555)  # may be read and entered, not written
+            argv = (
+                command("translate.py", "-c", home / "run", "-o", path / "out.en", "x")
+                if locked == "output folder"
+                else command("export.py", "-c", home / "run", path / "export")
+            )
+        done = subprocess.run(AS_NOBODY + argv, cwd=home, capture_output=True, text=True, timeout=300)
+        one_line(done.returncode, done.stderr, "Permission denied")
     finally:
-        path.chmod(0o700)
-    one_line(status, stderr, expected)
+        shutil.rmtree(home)  # the locked things are empty, in a folder of ours: removable as they are
 
 
 def test_what_once_failed_now_translates(user, untouched, capsys):
@@ -250,7 +266,11 @@ EXPORT = {
     ),
     "argos, one language": (
         ["-c", "{u}/run", "{u}/out.argosmodel", "--to", "argos", "--to-lang", "de"],
-        "the package would translate de into itself",
+        "the package would translate de into itself: give the languages with --from-lang and --to-lang",
+    ),
+    "argos, onto another's package, forced": (
+        ["-c", "{u}/run", "{u}/theirs.argosmodel", "--to", "argos", "--force"],
+        "{u}/theirs.argosmodel is an Argos package that minitrans did not write; not replacing it",
     ),
     "argos, onto a package": (
         ["-c", "{u}/run", "{u}/package.argosmodel", "--to", "argos"],

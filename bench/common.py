@@ -71,13 +71,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def measured_commit(root: Path = ROOT) -> str:
+    """The commit the code being measured is, with "-dirty" where a tracked file outside
+    bench/results/ (where results are written) differs from it."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=root).stdout.strip()
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results")
+    return git("rev-parse", "--short", "HEAD") + ("-dirty" if changed else "")
+
+
 def write_result(path: Path, result: dict) -> None:
     """JSON with the commit and machine it was measured on, then the numbers."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
     header = {
-        "commit": commit,
+        "commit": measured_commit(),
         "date": time.strftime("%Y-%m-%d"),
         "machine": cpu_model(),
         "cpu_features": cpu_description(),

@@ -42,6 +42,7 @@ from helpers.argos import INSTALL as ARGOS_INSTALL
 from helpers.argos import argos_python, started_libretranslate
 from helpers.browser import browser_missing
 from helpers.documented import documented_commands
+from helpers.servers import free_port
 from helpers.terminal import open_terminal
 from inference.argos_package import offline_environ
 
@@ -53,7 +54,9 @@ RUN_SHORT = STEPS + " train.attention_probes=1"
 SHORT = STEPS + " train.attention_every=0"
 # the same on Multi30k itself: 1,000 of its pairs
 MULTI30K_SHORT = SHORT.replace("vocab_size=360", "vocab_size=1000") + " data.max_train_examples=1000"
-SHORT_SPEED = "--steps 1 --rounds 1 --warmup 0 --precisions fp32 --vocab-size 360 --max-tokens 512"
+# the speed benchmark shortened; in fp32 unless the command names what it measures (`machine`)
+SHORT_SPEED_AS_GIVEN = "--steps 1 --rounds 1 --warmup 0 --vocab-size 360 --max-tokens 512"
+SHORT_SPEED = SHORT_SPEED_AS_GIVEN + " --precisions fp32"
 
 
 @dataclass
@@ -73,6 +76,7 @@ class Command:
     timeout: float = 300
     multi30k: bool = False
     argos: bool = False  # run where LibreTranslate's argostranslate keeps its packages in the checkout, offline
+    machine: tuple[str, ...] = ()  # what it measures that a machine may lack ("bf16", "tcmalloc"): skipped there
 
 
 RUN_NEEDS = ("run",)
@@ -208,11 +212,15 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="train.max_tokens=2048 train.lr=2.1e-3 train.warmup_steps=1000 '
     'hydra.run.dir=runs/hour_amx_tok2048_lr21_8f01870"': Command(short=SHORT),
     ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "
-    "--model small --max-tokens 2048": Command(short=SHORT_SPEED + " --allocators mimalloc", check="minitrans fp32"),
+    "--model small --max-tokens 2048": Command(
+        short=SHORT_SPEED_AS_GIVEN, check="[tcmalloc] minitrans bf16", machine=("bf16", "tcmalloc")
+    ),
     'make train ARGS="model=small train.label_smoothing=0.2 train.ema_decay=0.999 seed=2 '
     'hydra.run.dir=runs/hour_amx_small_ls02_ema_seed2_be0f0b3"': Command(short=SHORT),
     ".venv/bin/python bench/train_speed.py --models minitrans --precisions bf16 --allocators tcmalloc "
-    '--set "d_model=192 d_ff=384"': Command(short=SHORT_SPEED + " --allocators mimalloc", check="minitrans fp32"),
+    '--set "d_model=192 d_ff=384"': Command(
+        short=SHORT_SPEED_AS_GIVEN, check="[tcmalloc] minitrans bf16", machine=("bf16", "tcmalloc")
+    ),
     'make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '
     'data.test=[$MULTI30K_DIR/test_2016_flickr] data.src_lang=en data.tgt_lang=de"': Command(short=SHORT),
     # the English-German run the decoding benchmark and the typed-sentence timing read: with attention
@@ -424,6 +432,18 @@ class Checkout:
             raise AssertionError(f"nothing makes {what}")
 
 
+def machine_lacks(needed: tuple[str, ...]) -> str:
+    """What of `needed` this machine lacks, in words ("" if nothing)."""
+    from bench.common import allocators
+    from utils.device import cpu_description, native_bf16
+
+    lacks = {
+        "bf16": lambda: not native_bf16(torch.device("cpu")) and f"native bf16 (this CPU: {cpu_description()})",
+        "tcmalloc": lambda: "tcmalloc" not in allocators() and "tcmalloc (apt install libtcmalloc-minimal4)",
+    }
+    return ", ".join(what for need in needed if (what := lacks[need]()))
+
+
 def shortened(command: str, short: str) -> str:
     """`short` appended: inside make's ARGS="..." (or as one), else after the command."""
     if not short:
@@ -472,6 +492,8 @@ def test_the_documented_command_runs(command, checkout, request):
     if spec.multi30k:
         checkout.multi30k = request.getfixturevalue("multi30k_dir")  # skipped without it
     written = checkout.as_written(command)
+    if missing := machine_lacks(spec.machine):
+        pytest.skip(f"the command measures {missing}, which this machine lacks")
     if spec.kind == "gpu" and not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU (bench/rank_on_gpu.sh; tests/test_rank_on_gpu.py runs it with a stand-in)")
     for what in spec.needs:
@@ -521,12 +543,13 @@ def serve(checkout: Checkout, command: str) -> None:
 
 
 def serve_translations(checkout: Checkout, command: str) -> None:
-    """LibreTranslate started as written (on its default port, 5000), asked for its languages and
-    a translation, stopped."""
+    """LibreTranslate started as written, asked for its languages and a translation, stopped. It
+    listens on a free port of its own (LT_PORT, as LibreTranslate reads its options from the
+    environment), not the default 5000 another program may hold."""
     process = subprocess.Popen(  # its own process group: the shell (a variable set before the command) and it
         ["bash", "-c", command],
         cwd=checkout.root,
-        env=checkout.argos_env,
+        env={**checkout.argos_env, "LT_PORT": str(free_port())},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -10,10 +10,12 @@ Every run of argostranslate here is offline and alone (inference/argos_package.o
 """
 
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -78,18 +80,28 @@ def upstream_argos_python() -> Path:
     return UPSTREAM / "bin" / "python"
 
 
-def started_libretranslate(process: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
-    """(its address, what it said) once a LibreTranslate started with stdout piped answers: it
-    says where it will serve just before it binds the port, so it is asked until it does."""
-    said = []
-    for line in process.stdout:
-        said.append(line)
-        if "Running on" in line:
-            break
-    url = said[-1].split("Running on ")[-1].strip() if said else ""
+def started_libretranslate(process: subprocess.Popen, timeout: float = 180) -> tuple[str, str]:
+    """(its address, what it has said) once a LibreTranslate started with stdout piped answers,
+    within `timeout` seconds, else the test fails with what it said. It says where it will serve
+    just before it binds the port, so it is asked until it does. A thread reads its output to
+    the end, so that a full pipe never blocks the server."""
+    said: list[str] = []
+    address: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in process.stdout:
+            said.append(line)
+            if "Running on" in line:
+                address.put(line.split("Running on ")[-1].strip())
+
+    threading.Thread(target=read, daemon=True).start()
     deadline = time.monotonic() + timeout
+    try:
+        url = address.get(timeout=timeout)
+    except queue.Empty:
+        raise AssertionError(f"LibreTranslate said nothing of serving in {timeout:.0f} s:\n" + "".join(said)) from None
     while True:
-        assert process.poll() is None and url, "LibreTranslate ended:\n" + "".join(said)
+        assert process.poll() is None, "LibreTranslate ended:\n" + "".join(said)
         try:
             urllib.request.urlopen(f"{url}/languages", timeout=10).read()
             return url, "".join(said)

@@ -12,11 +12,13 @@ from utils.lazy_names import lazy_getattr
 
 # each name this package exports -> the module that defines it
 _EXPORTS = {
+    "AugmentedPairs": "data.augment",
     "Batch": "data.batching",
     "TokenBucketSampler": "data.batching",
     "both_directions": "data.batching",
     "collate": "data.batching",
     "token_batches": "data.batching",
+    "AugmentConfig": "data.config",
     "DataConfig": "data.config",
     "TokenizerConfig": "data.config",
     "load_multi30k": "data.multi30k",
@@ -33,8 +35,9 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_imports.py: the same names)
+    from data.augment import AugmentedPairs  # noqa: F401
     from data.batching import Batch, TokenBucketSampler, both_directions, collate, token_batches  # noqa: F401
-    from data.config import DataConfig, TokenizerConfig  # noqa: F401
+    from data.config import AugmentConfig, DataConfig, TokenizerConfig  # noqa: F401
     from data.multi30k import load_multi30k  # noqa: F401
     from data.prepare import PreparedData, prepare_data  # noqa: F401
     from data.subword_sampling import SampledPairs  # noqa: F401

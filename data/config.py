@@ -38,6 +38,38 @@ class TokenizerConfig:
             raise ValueError(f"tokenizer model_type must be 'unigram' or 'bpe', not {self.model_type!r}")
 
 
+@dataclass
+class AugmentConfig:
+    """The share of training pairs each modifier of data/augment.py varies, anew every epoch,
+    both sides alike (0: off)."""
+
+    upper: float = 0.0  # upper-cased
+    title: float = 0.0  # every word capitalised
+    lower: float = 0.0  # lower-cased
+    no_final_punct: float = 0.0  # the final . ! or ? removed
+    merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
+    merge_max: int = field(
+        default=3,
+        metadata=read_when(lambda cfg: cfg.merge > 0, "read only with merges on: give data.augment.merge > 0"),
+    )
+
+    def __post_init__(self) -> None:
+        shares = {name: getattr(self, name) for name in ("upper", "title", "lower", "no_final_punct", "merge")}
+        refuse_unless(
+            *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
+            (
+                self.upper + self.title + self.lower <= 1,
+                "data.augment.upper, title and lower are shares of the pairs, one change a pair: together at most 1",
+            ),
+            (self.merge_max >= 2, f"data.augment.merge_max must be at least 2, not {self.merge_max}"),
+        )
+
+    @property
+    def on(self) -> bool:
+        """Whether any modifier varies the pairs."""
+        return any(p > 0 for p in (self.upper, self.title, self.lower, self.no_final_punct, self.merge))
+
+
 def _by(*sources: str) -> dict:
     """The field is read only when data.source (the data=... option) is one of `sources`."""
     return read_when(lambda cfg: cfg.source in sources, f"read by data={', '.join(sources)}; add data={sources[0]}")
@@ -104,9 +136,17 @@ class DataConfig:
         ),
     )
 
+    # Training pairs varied as people type (data/augment.py): shares of the pairs upper-, title-
+    # or lower-cased, without their final punctuation, merged into lines of several sentences
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
+
     def __post_init__(self) -> None:
         """Values that types cannot refuse, refused when the config is built."""
         refuse_unless(
+            (
+                self.subword_sampling == 0 or not self.augment.on,
+                "data.augment and data.subword_sampling each make every epoch's pairs: use one of them",
+            ),
             (self.val_size > 0, f"data.val_size must be positive, not {self.val_size}"),
             (self.quoting in ("none", "csv"), f"data.quoting must be none or csv, not {self.quoting!r}"),
             (

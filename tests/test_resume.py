@@ -159,13 +159,26 @@ def straight_and_resumed(tmp_path, common: list[str]) -> tuple:
     return tuple(tmp_path / run / "checkpoints" / "step_0000040.pt" for run in ("straight", "resumed"))
 
 
-def test_resume_with_subword_sampling_samples_what_the_uninterrupted_run_did(tmp_path):
-    # 300 pairs are ~10 batches an epoch: 40 steps cross epochs, each in new segmentations
+@pytest.mark.parametrize(
+    "each_epoch",
+    [
+        ["data.subword_sampling=0.5"],
+        [
+            "data.augment.upper=0.2",
+            "data.augment.lower=0.2",
+            "data.augment.no_final_punct=0.3",
+            "data.augment.merge=0.2",
+        ],
+    ],
+    ids=["subword sampling", "augmentation"],
+)
+def test_resume_with_pairs_made_each_epoch_sees_what_the_uninterrupted_run_did(tmp_path, each_epoch):
+    # 300 pairs are ~10 batches an epoch: 40 steps cross epochs, each in new segmentations or variations
     common = [
         "experiment=ci",
         *TOY_DATA,
         "data.max_train_examples=300",
-        "data.subword_sampling=0.5",
+        *each_epoch,
         "train.max_steps=40",
         "train.checkpoint_every=20",
         "train.keep_last=5",

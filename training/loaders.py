@@ -1,18 +1,29 @@
 """How training data reaches the loop: pairs the model can take, and batches across epochs."""
 
 from collections.abc import Iterator
+from typing import Protocol
 
+from datasets import Dataset
 from torch.utils.data import DataLoader
 
-from data import Batch, PreparedData, SampledPairs, TokenBucketSampler, both_directions, token_batches
+from data import Batch, PreparedData, TokenBucketSampler, both_directions, token_batches
+
+
+class EpochPairs(Protocol):
+    """What makes each epoch's training pairs anew: subword sampling (data.SampledPairs) or
+    augmentation (data.AugmentedPairs)."""
+
+    def epoch(self, epoch: int, seed: int) -> Dataset:
+        """Columns src_ids and tgt_ids; the same for the same (seed, epoch)."""
 
 
 class TrainingBatches:
     """Batches of the training pairs, epoch after epoch, from a given (epoch, position) on.
 
-    Without subword sampling every epoch sees the tokenized split, so its pairs and their
-    lengths are prepared once; with it (`sampled`) each epoch draws new segmentations, whose
-    lengths differ, so that epoch's pairs and batches are made when it starts.
+    Without subword sampling or augmentation every epoch sees the tokenized split, so its pairs
+    and their lengths are prepared once; with one of them (`sampled`) each epoch draws new
+    segmentations or variations, whose lengths differ, so that epoch's pairs and batches are
+    made when it starts.
 
     Bidirectional training (train.bidirectional) trains the epochs before `one_way_from` on every
     pair both ways round (data.both_directions: twice the batches), the rest in the requested
@@ -22,7 +33,7 @@ class TrainingBatches:
     def __init__(
         self,
         data: PreparedData,
-        sampled: SampledPairs | None,
+        sampled: EpochPairs | None,
         max_len: int,
         max_tokens: int,
         seed: int,

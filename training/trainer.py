@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.tensorboard import SummaryWriter
 
-from data import Batch, PreparedData, SampledPairs
+from data import AugmentedPairs, Batch, PreparedData, SampledPairs
 from data.prepare import corpus_location
 from inference.checkpoint import atomic_save, average_checkpoints, load_checkpoint, make_checkpoint
 from model import Transformer, TransformerConfig
@@ -28,7 +28,7 @@ from training.distributed import Distributed
 from training.ema import WeightAverage
 from training.final_evaluation import importance_results, peak_rss_mb, test_scores, write_results
 from training.interrupt import Interrupted, StopOnSignal
-from training.loaders import TrainingBatches
+from training.loaders import EpochPairs, TrainingBatches
 from training.progress_bar import ProgressBar
 from training.schedule import Schedule
 from training.state import Progress, RandomStreams, TrainState
@@ -95,11 +95,12 @@ class Trainer:
             else self.model
         )
 
-        sampled = (
-            SampledPairs(data.tokenizer, data.text["train"], run.data.subword_sampling, run.data.subword_n_best)
-            if run.data.subword_sampling > 0
-            else None
-        )
+        sampled: EpochPairs | None = None  # each epoch's pairs made anew: subword sampling or augmentation
+        if run.data.subword_sampling > 0:
+            sampling = run.data.subword_sampling, run.data.subword_n_best
+            sampled = SampledPairs(data.tokenizer, data.text["train"], *sampling)
+        elif run.data.augment.on:
+            sampled = AugmentedPairs(data.tokenizer, data.text["train"], run.data.augment)
         self.batches = TrainingBatches(
             data,
             sampled,

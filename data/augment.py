@@ -1,0 +1,96 @@
+"""Training pairs varied as people type: the surface modifiers production translators train
+their small models with (Mozilla's Firefox Translations, through OpusTrainer), applied anew
+every epoch to both sides of a fraction of the pairs, so that each pair stays a translation.
+
+Multi30k's captions nearly all start with a capital, end with a full stop and hold one sentence:
+a model trained on them alone learns that the full stop ends a sentence and has never seen
+capitals, a line without its full stop or two sentences in one line (bench/robustness.py
+measures what that costs). The modifiers, each with the share of pairs it takes:
+
+- `upper`: both sides upper-cased (OpusTrainer's UpperCase);
+- `title`: both sides with every word capitalised (OpusTrainer's TitleCase);
+- `lower`: both sides lower-cased (what people type in a hurry);
+- `no_final_punct`: the final full stop, question or exclamation mark removed from both sides;
+- `merge`: a pair followed by the next 1 to `merge_max - 1` pairs, joined into one with a space
+  on each side (OpusTrainer's Merge): several sentences in one line.
+
+The case modifiers exclude each other (a pair gets at most one). Why not OpusTrainer's own
+classes: they draw from Python's global `random` (not reproducible per epoch, so a resumed run
+would see other pairs, and every rank would need the same global state), rejoin words with
+single spaces, and the package pins sentencepiece 0.1.99 where this project runs 0.2.3.
+
+Each epoch's variation is drawn from a generator seeded by (seed, epoch) alone, as subword
+sampling's (data/subword_sampling.py): a resumed run sees what an uninterrupted one saw, and
+every rank the same pairs.
+"""
+
+import re
+
+import numpy as np
+from datasets import Dataset
+
+from data.columns import column_lines
+from data.config import AugmentConfig
+from data.tokenizer import Tokenizer
+
+FINAL_PUNCTUATION = re.compile(r"\s*[.!?]+\s*$")
+
+
+def title_case(text: str) -> str:
+    """Every word's first letter capitalised, the rest and the spacing as they were."""
+    return re.sub(r"(^|\s)(\w)", lambda m: m.group(1) + m.group(2).upper(), text)
+
+
+def without_final_punctuation(text: str) -> str:
+    return FINAL_PUNCTUATION.sub("", text)
+
+
+def merged(pairs: list[tuple[str, str]], share: float, most: int, rng: np.random.Generator) -> list[tuple[str, str]]:
+    """Walking the pairs in order, each starts a merge with probability `share`: it and the next
+    1 to most - 1 pairs become one pair, each side joined with a space."""
+    out, i = [], 0
+    starts = rng.random(len(pairs)) < share
+    sizes = rng.integers(2, most + 1, size=len(pairs))
+    while i < len(pairs):
+        n = int(sizes[i]) if starts[i] else 1
+        group = pairs[i : i + n]
+        out.append((" ".join(src for src, _ in group), " ".join(tgt for _, tgt in group)))
+        i += n
+    return out
+
+
+def varied(pairs: list[tuple[str, str]], modifiers: AugmentConfig, rng: np.random.Generator) -> list[tuple[str, str]]:
+    """The pairs with the modifiers applied: merges first, then case, then final punctuation."""
+    if modifiers.merge > 0:
+        pairs = merged(pairs, modifiers.merge, modifiers.merge_max, rng)
+    case = rng.random(len(pairs))  # one draw a pair: which case change, if any
+    drop = rng.random(len(pairs)) < modifiers.no_final_punct
+    bounds = np.cumsum([modifiers.upper, modifiers.title, modifiers.lower])
+    changes = (str.upper, title_case, str.lower)
+    out = []
+    for (src, tgt), u, cut in zip(pairs, case, drop):
+        which = int(np.searchsorted(bounds, u, side="right"))  # 0 upper, 1 title, 2 lower, 3 none
+        if which < 3:
+            src, tgt = changes[which](src), changes[which](tgt)
+        if cut:
+            src, tgt = without_final_punctuation(src), without_final_punctuation(tgt)
+        out.append((src, tgt))
+    return out
+
+
+class AugmentedPairs:
+    """The training pairs, each epoch varied anew by the modifiers and tokenized."""
+
+    def __init__(self, tokenizer: Tokenizer, train_text: Dataset, modifiers: AugmentConfig) -> None:
+        self.tokenizer, self.modifiers = tokenizer, modifiers
+        self.pairs = list(zip(column_lines(train_text, "src"), column_lines(train_text, "tgt")))
+
+    def epoch(self, epoch: int, seed: int) -> Dataset:
+        """Columns src_ids and tgt_ids, like the tokenized split; the same for the same (seed, epoch)."""
+        pairs = varied(self.pairs, self.modifiers, np.random.default_rng([seed, epoch, 1]))
+        return Dataset.from_dict(
+            {
+                "src_ids": self.tokenizer.encode_src([src for src, _ in pairs]),
+                "tgt_ids": self.tokenizer.encode_tgt([tgt for _, tgt in pairs]),
+            }
+        )

@@ -1,0 +1,97 @@
+"""How a translator fares on what people type rather than on benchmark captions: the same
+sentences lower-cased, upper-cased, without their final punctuation, three to a line, and each
+word alone. bench/robustness.py runs it on a split; training logs it at the end of a run.
+
+Each variant is scored with lowercased sacreBLEU (so that a change of case alone costs nothing)
+and counted for loops: an output holding a word three or more times in a row, or a character
+five or more times, where its input holds none (the failure of small models on inputs unlike
+their training data: "Hund" -> "dog dog dog ...").
+"""
+
+import re
+from collections.abc import Callable, Sequence
+
+from sacrebleu.metrics import BLEU
+
+from data.augment import without_final_punctuation
+
+Translate = Callable[[list[str]], list[str]]
+
+_REPEATED_CHARACTER = re.compile(r"(.)\1{4,}")
+_EDGES = re.compile(r"^\W+|\W+$")
+PARAGRAPH = 3  # lines joined into one paragraph
+MIN_LETTERS = 4  # words tried alone: the distinct source words of at least this many letters
+MOST_WORDS = 4  # a word alone should come out as a word or a short phrase: at most this many
+
+
+def has_loop(text: str) -> bool:
+    """Whether `text` holds a word three or more times in a row (case and the punctuation at
+    its edges aside) or a character five or more times in a row."""
+    if _REPEATED_CHARACTER.search(text):
+        return True
+    words = [_EDGES.sub("", word).lower() for word in text.split()]
+    return any(a and a == b == c for a, b, c in zip(words, words[1:], words[2:]))
+
+
+def loops(sources: Sequence[str], outputs: Sequence[str]) -> int:
+    """Outputs with a loop whose source has none."""
+    return sum(has_loop(out) and not has_loop(src) for src, out in zip(sources, outputs))
+
+
+def bleu(outputs: Sequence[str], references: Sequence[str]) -> float:
+    return BLEU(lowercase=True).corpus_score(list(outputs), [list(references)]).score
+
+
+def paragraphs(lines: Sequence[str]) -> list[str]:
+    """Consecutive lines joined `PARAGRAPH` at a time with a space (the last group may be shorter)."""
+    return [" ".join(lines[i : i + PARAGRAPH]) for i in range(0, len(lines), PARAGRAPH)]
+
+
+def single_words(sources: Sequence[str]) -> list[str]:
+    """Every distinct word of `MIN_LETTERS`+ letters in the sources, punctuation stripped, in first-seen order."""
+    words = (_EDGES.sub("", word) for source in sources for word in source.split())
+    return list(dict.fromkeys(w for w in words if len(w) >= MIN_LETTERS and w.isalpha()))
+
+
+def robustness(translate: Translate, sources: list[str], references: list[str]) -> dict[str, dict[str, float]]:
+    """Per variant: lowercased BLEU and loops (and for paragraphs the sentence-by-sentence
+    translation joined, with both length ratios; for single words the outputs over MOST_WORDS
+    words). `translate` takes a list of lines and returns one translation per line."""
+    results: dict[str, dict[str, float]] = {}
+    as_is = translate(sources)
+
+    def scored(inputs: list[str], outputs: list[str], refs: Sequence[str]) -> dict[str, float]:
+        return {"bleu": round(bleu(outputs, refs), 2), "loops": loops(inputs, outputs), "lines": len(inputs)}
+
+    results["as is"] = scored(sources, as_is, references)
+    for name, change in (("lower-cased", str.lower), ("upper-cased", str.upper)):
+        inputs = [change(s) for s in sources]
+        results[name] = scored(inputs, translate(inputs), references)
+    inputs = [without_final_punctuation(s) for s in sources]
+    results["no final punctuation"] = scored(
+        inputs, translate(inputs), [without_final_punctuation(r) for r in references]
+    )  # what was typed had none: neither has the reference
+
+    joined, joined_refs = paragraphs(sources), paragraphs(references)
+    outputs = translate(joined)
+    by_sentence = paragraphs(as_is)  # the same lines translated one by one, joined
+    results[f"paragraphs of {PARAGRAPH}"] = {
+        **scored(joined, outputs, joined_refs),
+        "length_ratio": round(_length_ratio(outputs, joined_refs), 3),
+        "bleu_sentence_by_sentence": round(bleu(by_sentence, joined_refs), 2),
+        "length_ratio_sentence_by_sentence": round(_length_ratio(by_sentence, joined_refs), 3),
+    }
+
+    words = single_words(sources)
+    outputs = translate(words)
+    results["single words"] = {
+        "loops": loops(words, outputs),
+        "over_4_words": sum(len(out.split()) > MOST_WORDS for out in outputs),
+        "lines": len(words),
+    }
+    return results
+
+
+def _length_ratio(outputs: Sequence[str], references: Sequence[str]) -> float:
+    score = BLEU(lowercase=True).corpus_score(list(outputs), [list(references)])
+    return score.sys_len / max(score.ref_len, 1)

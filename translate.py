@@ -6,7 +6,8 @@
     python translate.py -c runs/RUN --show-attention --attention figures/ "Ein Hund rennt."
     python translate.py -c exports/RUN --compute-type int8 -i input.de    # CTranslate2 (export.py)
 
-One output line per input line, in input order; an empty line stays empty. Typed at a
+One output line per input line, in input order; an empty line stays empty; a line of several
+sentences is translated sentence by sentence (--whole-lines: as one input). Typed at a
 terminal (or with --interactive), each line is translated as soon as it is entered. A file or a
 pipe is translated a thousand lines at a time with a progress bar on stderr (where stderr is a
 terminal); Ctrl-C says how many lines were done, and leaves an -o file as it was.
@@ -72,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-i", "--input", type=Path, help="read sentences from this file (UTF-8, one per line)")
     parser.add_argument("-o", "--output", type=Path, help="write translations to this file instead of stdout")
+    parser.add_argument(
+        "--whole-lines",
+        action="store_true",
+        help="translate each line as one input, as the model was trained; by default a line of "
+        "several sentences is translated sentence by sentence and joined back with its own spacing "
+        "(always whole with --attention and --show-attention, whose figures are of the line)",
+    )
     parser.add_argument(
         "--interactive",
         action="store_true",
@@ -180,6 +188,7 @@ def run(args: argparse.Namespace) -> None:
         max_len_ratio=args.max_len_ratio,
         max_len_extra=args.max_len_extra,
         batch_size=args.batch_size,
+        split_sentences=not (args.whole_lines or args.attention or args.show_attention),
         **given,
     )
     if not isinstance(translator, Translator):

@@ -40,6 +40,7 @@ def load_translator(
     compute_type: str = "default",
     threads: int = 0,
     threads_per_batch: int = 1,
+    split_sentences: bool = True,
     **search,
 ) -> Translating:
     """A translator for `path`: with engine "minitrans" this project's PyTorch decoder on a
@@ -52,6 +53,9 @@ def load_translator(
     ours in worker processes, which hold the model as it is at their first use; 1 a batch a core,
     measured fastest for this project's models in bench/decode.py); one batch alone (a typed
     sentence) is decoded on all of them. More threads than this process may use are refused.
+    With `split_sentences` a line of several sentences is translated sentence by sentence and
+    joined back with its own spacing (inference/contract.py's by_sentence); False translates each
+    line whole, as the model was trained (one caption a line).
     The translator leaves this process's torch threads as they were; its worker processes end
     with its `close()` or `with` block (or when it is garbage-collected). `search`:
     SearchConfig's settings."""
@@ -75,7 +79,7 @@ def load_translator(
     if engine == "ctranslate2" or (engine == "auto" and exported):
         device = torch.device(device)  # CTranslate2 names the kind ("cpu", "cuda") and the index apart
         with unpacked(path) if package else nullcontext(path) as folder:  # loaded whole: the unpacked files can go
-            return CTranslate2Translator(
+            exported_translator = CTranslate2Translator(
                 folder,
                 settings,
                 device=device.type,
@@ -84,6 +88,9 @@ def load_translator(
                 threads=cores,
                 threads_per_batch=threads_per_batch,
             )
+        if split_sentences:
+            exported_translator.split_lang = exported_translator.manifest.get("src_lang")
+        return exported_translator
     if exported:
         what = "an Argos package" if package else "a CTranslate2 export"
         raise UserError(f"{path} is {what}: translate it with the ctranslate2 engine")
@@ -98,12 +105,12 @@ def load_translator(
             f"({cpu_description() if device.type == 'cpu' else device}): emulated, it would be many "
             "times slower than float32; use float32 or int8"
         )
-    model, tokenizer, _ = load_for_inference(path, device)
+    model, tokenizer, meta = load_for_inference(path, device)
     if compute_type == "int8":
         model = quantize_int8(model)
     per_batch = min(threads_per_batch, cores)
     workers = cores // per_batch if device.type == "cpu" else 1  # a GPU decodes one batch at a time
-    return Translator(
+    translator = Translator(
         model,
         tokenizer,
         settings,
@@ -112,3 +119,6 @@ def load_translator(
         threads_per_worker=per_batch,
         threads=cores,  # one batch alone (a typed sentence) is decoded on all of them
     )
+    if split_sentences:
+        translator.split_lang = meta.get("src_lang")
+    return translator

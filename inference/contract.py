@@ -1,13 +1,17 @@
 """What every translator does alike, whichever engine searches: the `Translating` interface that
 translate.py, the Python API and training use, and the behaviour both engines share, written
 once here: blank in, empty out; sources cut to the model's positions and counted; length-sorted
-batches; one line per translation."""
+batches; one line per translation; a line of several sentences translated sentence by sentence
+(`LineTranslator`)."""
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from data import Tokenizer
 from inference.search_config import SearchConfig
+
+_T = TypeVar("_T", bound="Translating")
+_L = TypeVar("_L", bound="LineTranslator")
 
 # Called as each batch is translated, with the number of its sentences (a progress bar's update)
 Progress = Callable[[int], object] | None
@@ -38,7 +42,7 @@ class Translating(Protocol):
         """Let go of what the translator holds beyond memory (worker processes, a loaded engine);
         also at the end of a `with` block."""
 
-    def __enter__(self) -> "Translating": ...
+    def __enter__(self: "_T") -> "_T": ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -62,3 +66,70 @@ def length_sorted_batches(sources: Sequence[Sequence], batch_size: int) -> Itera
     order = sorted((i for i, source in enumerate(sources) if source), key=lambda i: len(sources[i]))
     for start in range(0, len(order), batch_size):
         yield order[start : start + batch_size]
+
+
+def by_sentence(
+    lines: Sequence[str], lang: str, nbest_of: Callable[[list[str]], list[list[tuple[str, float]]]]
+) -> list[list[tuple[str, float]]]:
+    """Each line split into its sentences (sentencex: Wikimedia's rule-based segmenter, which
+    keeps the spacing after each sentence), all the sentences searched together by `nbest_of`,
+    and each line put back: its i-th best is its sentences' i-th best (a sentence's last where it
+    has fewer) joined with the line's own spacing, scored by the sum of their scores. A line of
+    one sentence is translated as it is."""
+    from sentencex import segment  # compiled, quick; only where lines are split
+
+    parts = [list(segment(lang, line)) if line.strip() else [line] for line in lines]
+    found = nbest_of([part.strip() for line in parts for part in line])
+    results, start = [], 0
+    for line in parts:
+        hyps, start = found[start : start + len(line)], start + len(line)
+        if len(line) == 1 or not any(hyps):
+            results.append(hyps[0] if len(line) == 1 else [])
+            continue
+        after = [part[len(part.rstrip()) :] for part in line]  # the spacing after each sentence
+        joined = []
+        for rank in range(max(len(h) for h in hyps)):
+            chosen = [h[min(rank, len(h) - 1)] if h else ("", 0.0) for h in hyps]
+            text = "".join(t + (space if t else "") for (t, _), space in zip(chosen, after))
+            joined.append((one_line(text.strip()), sum(score for _, score in chosen)))
+        results.append(joined)
+    return results
+
+
+class LineTranslator:
+    """`translate` and `translate_nbest` of lines for an engine that translates sentences
+    (`_translate`, `_nbest`): each line whole, or, where `split_lang` names the source language
+    (load_translator sets it; training's own translators leave it None), sentence by sentence
+    (`by_sentence`); and the `with` block that ends in `close()`."""
+
+    split_lang: str | None = None
+
+    def _translate(self, sentences: Sequence[str], progress: Progress) -> list[str]:
+        raise NotImplementedError
+
+    def _nbest(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[str, float]]]:
+        raise NotImplementedError
+
+    def translate(self, lines: Sequence[str], progress: Progress = None) -> list[str]:
+        """One translation per line, in input order; blank input gives an empty string.
+        `progress(n)` is called as each batch of n sentences is done."""
+        if self.split_lang is None:
+            return self._translate(lines, progress)
+        return [hyps[0][0] if hyps else "" for hyps in self.translate_nbest(lines, 1, progress)]
+
+    def translate_nbest(
+        self, lines: Sequence[str], n_best: int, progress: Progress = None
+    ) -> list[list[tuple[str, float]]]:
+        """(translation, score) pairs, best first, for each line; [] for a blank one."""
+        if self.split_lang is None:
+            return self._nbest(lines, n_best, progress)
+        return by_sentence(lines, self.split_lang, lambda sentences: self._nbest(sentences, n_best, progress))
+
+    def close(self) -> None:
+        """Let go of what the translator holds beyond memory (worker processes, a loaded engine)."""
+
+    def __enter__(self: "_L") -> "_L":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

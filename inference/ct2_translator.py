@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from data import Tokenizer
-from inference.contract import Progress, length_sorted_batches, one_line, source_ids
+from inference.contract import LineTranslator, Progress, length_sorted_batches, one_line, source_ids
 from inference.ct2_export import MANIFEST
 from inference.search_config import SearchConfig
 from model.search import length_limits
@@ -34,7 +34,7 @@ def is_export(path: str | Path) -> bool:
     return (Path(path) / MANIFEST).is_file() and (Path(path) / "model.bin").is_file()
 
 
-class CTranslate2Translator:
+class CTranslate2Translator(LineTranslator):
     """Translates batches of sentences with CTranslate2, searching as `search` says; `device` is
     "cpu" or "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's (default:
     the weights' own type; int8 quantizes on load); `threads` the CPU cores to use (0: all this
@@ -98,12 +98,6 @@ class CTranslate2Translator:
         call loads it again."""
         self.engine.unload_model()
 
-    def __enter__(self) -> "CTranslate2Translator":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _search(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[list[str], float]]]:
         """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
         if not self.engine.model_is_loaded:  # closed earlier
@@ -157,12 +151,10 @@ class CTranslate2Translator:
     def _text(self, pieces: list[str]) -> str:
         return one_line(self.tokenizer.tgt.decode_pieces(pieces))
 
-    def translate(self, sentences: Sequence[str], progress: Progress = None) -> list[str]:
+    def _translate(self, sentences: Sequence[str], progress: Progress) -> list[str]:
         return [self._text(hyps[0][0]) if hyps else "" for hyps in self._search(sentences, 1, progress)]
 
-    def translate_nbest(
-        self, sentences: Sequence[str], n_best: int, progress: Progress = None
-    ) -> list[list[tuple[str, float]]]:
+    def _nbest(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[str, float]]]:
         return [
             [(self._text(pieces), score) for pieces, score in hyps]
             for hyps in self._search(sentences, n_best, progress)

@@ -9,7 +9,7 @@ import torch
 from data import Tokenizer
 from data.batching import pad
 from inference.attention import SentenceAttention, collect_attention
-from inference.contract import Progress, length_sorted_batches, one_line, source_ids
+from inference.contract import LineTranslator, Progress, length_sorted_batches, one_line, source_ids
 from inference.search_config import SearchConfig
 from inference.workers import BatchWorkers, can_fork
 from model import Transformer
@@ -33,7 +33,7 @@ class Batch:
         return len(self.sources) * len(self.sources[-1])
 
 
-class Translator:
+class Translator(LineTranslator):
     """Translates batches of sentences with a trained model (the `Translating` interface of
     inference/contract.py), searching as `search` says.
 
@@ -74,12 +74,6 @@ class Translator:
         """Stop the worker processes, if any were started; a later call starts new ones."""
         if self.workers is not None:
             self.workers.close()
-
-    def __enter__(self) -> "Translator":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def device(self) -> torch.device:
@@ -142,14 +136,10 @@ class Translator:
         """Target ids -> one line of text each (`one_line`)."""
         return [one_line(text) for text in self.tokenizer.decode_tgt(ids)]
 
-    def translate(self, sentences: Sequence[str], progress: Progress = None) -> list[str]:
-        """One translation per sentence, in input order; blank input gives an empty string."""
+    def _translate(self, sentences: Sequence[str], progress: Progress) -> list[str]:
         return self.decode(self.translate_ids(self.source_ids(sentences), progress))
 
-    def translate_nbest(
-        self, sentences: Sequence[str], n_best: int, progress: Progress = None
-    ) -> list[list[tuple[str, float]]]:
-        """(translation, score) pairs, best first, for each sentence; [] for a blank one."""
+    def _nbest(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[str, float]]]:
         found = self.find(self.source_ids(sentences), n_best, progress)
         return [
             list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else [] for hyps in found

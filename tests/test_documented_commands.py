@@ -260,6 +260,9 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/decode.py -c runs/RUN": Command(
         short="--sentences 5", needs=RUN_NEEDS, check="CTranslate2 int8"
     ),
+    ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
+        short="--sentences 12", needs=RUN_NEEDS, check="single words"
+    ),
     ".venv/bin/python bench/translate_file.py -c runs/RUN --lines 10000": Command(
         short="--lines 300", needs=RUN_NEEDS, check="300 of 300 identical"
     ),

@@ -32,6 +32,20 @@ def test_arguments_stdin_and_file_agree_and_keep_empty_lines(ci_run, tmp_path):
     assert all(by_args[i] for i in (0, 2, 3))
 
 
+def test_a_line_of_several_sentences_is_translated_sentence_by_sentence(ci_run):
+    """A paragraph on one line: its sentences' translations, joined with its own spacing, on one
+    output line; --whole-lines gives the model the line as one input (the Python API alike)."""
+    from inference import load_translator
+
+    paragraph = "  ".join(toy_sentences()[:3])
+    out = translate("-c", ci_run, paragraph, "", SENTENCES[0]).stdout.decode().split("\n")
+    each = translate("-c", ci_run, *toy_sentences()[:3]).stdout.decode().splitlines()
+    assert out == ["  ".join(each), "", translate("-c", ci_run, SENTENCES[0]).stdout.decode().strip(), ""]
+    whole = translate("-c", ci_run, "--whole-lines", paragraph).stdout.decode()
+    with load_translator(ci_run, split_sentences=False) as translator:
+        assert whole == translator.translate([paragraph])[0] + "\n"
+
+
 def test_greedy_option_and_n_best_format(ci_run, trained):
     """--greedy wins over a beam size given with it: the model's greedy translations, which beam
     search changes for some sentences."""

@@ -1,0 +1,39 @@
+"""inference/contract.py: what both engines share; here, lines of several sentences translated
+sentence by sentence and put back (the engines' own behaviour: test_translator.py,
+test_ct2_export.py; translate.py's: test_translate.py)."""
+
+from inference.contract import by_sentence
+
+
+def stub(sentences: list[str]) -> list[list[tuple[str, float]]]:
+    """A 'translation' that shows what it was given: each sentence upper-cased, two hypotheses
+    (the second with an x), none for a blank one."""
+    return [[(s.upper(), -1.0), (s.upper() + "x", -2.0)] if s.strip() else [] for s in sentences]
+
+
+def test_a_paragraph_is_translated_sentence_by_sentence_and_joined_back_with_its_spacing():
+    lines = ["Ein Hund rennt.  Zwei Katzen schlafen!\tWo ist er?", "", "Ein Satz.", "   ", "Hund"]
+    given: list[list[str]] = []
+    out = by_sentence(lines, "de", lambda sentences: given.append(sentences) or stub(sentences))
+    assert given == [["Ein Hund rennt.", "Zwei Katzen schlafen!", "Wo ist er?", "", "Ein Satz.", "", "Hund"]]
+    assert len(out) == len(lines)  # one result a line, in order
+    assert out[0] == [
+        ("EIN HUND RENNT.  ZWEI KATZEN SCHLAFEN!\tWO IST ER?", -3.0),  # the line's own spacing
+        ("EIN HUND RENNT.x  ZWEI KATZEN SCHLAFEN!x\tWO IST ER?x", -6.0),
+    ]
+    assert out[1] == [] and out[3] == []  # blank lines stay blank
+    assert out[2] == stub(["Ein Satz."])[0] and out[4] == stub(["Hund"])[0]  # one sentence: as it is
+
+
+def test_a_line_break_between_sentences_becomes_a_space():
+    """One translation a line: a line separator (U+2028) inside a line does not end it."""
+    [out] = by_sentence(["Eins.\u2028Zwei."], "de", stub)
+    assert out[0][0] == "EINS. ZWEI."
+
+
+def test_sentences_with_fewer_hypotheses_repeat_their_last():
+    def uneven(sentences):
+        return [[(s, -1.0)] if i == 0 else [(s, -1.0), (s + "?", -3.0)] for i, s in enumerate(sentences)]
+
+    [out] = by_sentence(["Eins. Zwei."], "de", uneven)
+    assert out == [("Eins. Zwei.", -2.0), ("Eins. Zwei.?", -4.0)]

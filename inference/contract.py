@@ -68,6 +68,19 @@ def length_sorted_batches(sources: Sequence[Sequence], batch_size: int) -> Itera
         yield order[start : start + batch_size]
 
 
+def shouted(text: str) -> bool:
+    """Whether `text` is written in capitals alone (two letters or more, none lower-case)."""
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) >= 2 and not any(c.islower() for c in letters)
+
+
+def sentence_case(text: str) -> str:
+    """`text` lower-cased but for its first letter."""
+    lower = text.lower()
+    first = next((i for i, c in enumerate(lower) if c.isalpha()), 0)
+    return lower[:first] + lower[first : first + 1].upper() + lower[first + 1 :]
+
+
 def by_sentence(
     lines: Sequence[str], lang: str, nbest_of: Callable[[list[str]], list[list[tuple[str, float]]]]
 ) -> list[list[tuple[str, float]]]:
@@ -75,11 +88,19 @@ def by_sentence(
     keeps the spacing after each sentence), all the sentences searched together by `nbest_of`,
     and each line put back: its i-th best is its sentences' i-th best (a sentence's last where it
     has fewer) joined with the line's own spacing, scored by the sum of their scores. A line of
-    one sentence is translated as it is."""
+    one sentence is translated as it is.
+
+    A sentence in capitals alone is given to the model in sentence case, and its translations
+    are upper-cased: a model that learnt from captions in sentence case (and a vocabulary with
+    next to no pieces in capitals: a shouted sentence is ~4x the pieces) turns capitals into
+    loops, and the data cannot cheaply teach it otherwise (docs/recipe_search.md)."""
     from sentencex import segment  # compiled, quick; only where lines are split
 
     parts = [list(segment(lang, line)) if line.strip() else [line] for line in lines]
-    found = nbest_of([part.strip() for line in parts for part in line])
+    sentences = [part.strip() for line in parts for part in line]
+    loud = [shouted(sentence) for sentence in sentences]
+    found = nbest_of([sentence_case(s) if capitals else s for s, capitals in zip(sentences, loud)])
+    found = [[(t.upper(), score) for t, score in h] if capitals else h for h, capitals in zip(found, loud)]
     results, start = [], 0
     for line in parts:
         hyps, start = found[start : start + len(line)], start + len(line)

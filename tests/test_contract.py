@@ -2,7 +2,7 @@
 sentence by sentence and put back (the engines' own behaviour: test_translator.py,
 test_ct2_export.py; translate.py's: test_translate.py)."""
 
-from inference.contract import by_sentence
+from inference.contract import by_sentence, sentence_case, shouted
 
 
 def stub(sentences: list[str]) -> list[list[tuple[str, float]]]:
@@ -37,3 +37,14 @@ def test_sentences_with_fewer_hypotheses_repeat_their_last():
 
     [out] = by_sentence(["Eins. Zwei."], "de", uneven)
     assert out == [("Eins. Zwei.", -2.0), ("Eins. Zwei.?", -4.0)]
+
+
+def test_a_sentence_in_capitals_goes_to_the_model_in_sentence_case_and_comes_back_in_capitals():
+    given: list[list[str]] = []
+    out = by_sentence(
+        ["EIN MANN FÄHRT FAHRRAD. Zwei Hunde.", "USA", "Ein Hund."], "de", lambda s: given.append(s) or stub(s)
+    )
+    assert given == [["Ein mann fährt fahrrad.", "Zwei Hunde.", "Usa", "Ein Hund."]]
+    assert out[0][0][0] == "EIN MANN FÄHRT FAHRRAD. ZWEI HUNDE." and out[1][0][0] == "USA"
+    assert shouted("3 KM!") and not shouted("A") and not shouted("Ein HUND") and not shouted("123")
+    assert sentence_case("«ÜBER ALLES»") == "«Über alles»"

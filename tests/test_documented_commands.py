@@ -260,6 +260,12 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/decode.py -c runs/RUN": Command(
         short="--sentences 5", needs=RUN_NEEDS, check="CTranslate2 int8"
     ),
+    'make train ARGS="experiment=proxy hydra.run.dir=runs/proxy_base"': Command(short=SHORT),
+    'make train ARGS="experiment=proxy data.augment.upper=0.07 data.augment.title=0.05 data.augment.lower=0.1 '
+    'data.augment.no_final_punct=0.15 data.augment.merge=0.1 hydra.run.dir=runs/proxy_augment"': Command(short=SHORT),
+    ".venv/bin/python bench/robustness.py -c runs/proxy_base": Command(
+        short="--sentences 12", needs=("proxy_base",), check="single words"
+    ),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),
@@ -371,7 +377,12 @@ class Checkout:
             self.run(shortened("make train", RUN_SHORT))
             [run] = set((self.root / "runs").iterdir()) - before
             run.rename(self.root / "runs" / "RUN")
-        elif what in ("en-de", "recipe_1h", "hour_amx_small_d03_d213a7d"):  # the docs' runs, by their commands
+        elif what in (
+            "en-de",
+            "recipe_1h",
+            "hour_amx_small_d03_d213a7d",
+            "proxy_base",
+        ):  # the docs' runs, by their commands
             [command] = [c for c in COMMANDS if f'hydra.run.dir=runs/{what}"' in c]
             self.run(shortened(command, COMMANDS[command].short))
         elif what == "sentences.de":

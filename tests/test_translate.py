@@ -4,12 +4,13 @@ import re
 import signal
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from helpers import SENTENCES, half_sentences, run_script, start_script, toy_sentences, unseen_sentences
 from helpers.commands import command
-from helpers.processes import all_cores
+from helpers.processes import all_cores, children
 from helpers.terminal import open_terminal
 from inference.search_config import SearchConfig
 from inference.translator import Translator
@@ -193,10 +194,15 @@ def test_silencing_every_cross_attention_head_cuts_the_decoder_off_the_source(ci
 
 
 def stderr_on_a_terminal(
-    args: list, stdin=None, until: Callable[[str], bool] | None = None, signum: int | None = None
+    args: list,
+    stdin=None,
+    until: Callable[[str], bool] | None = None,
+    signum: int | None = None,
+    workers: set[int] | None = None,
 ) -> tuple[int, str]:
     """translate.py with standard error on a pty (standard output where `args` say): its exit
-    status and what the terminal showed; `signum` is sent once `until(shown)` holds."""
+    status and what the terminal showed; `signum` is sent once `until(shown)` holds, and the
+    child processes it had then are added to `workers`."""
     import os
     import select
 
@@ -219,6 +225,8 @@ def stderr_on_a_terminal(
             except OSError:  # the other end closed: the command ended
                 break
         if until is not None and until(shown.decode(errors="replace")):
+            if workers is not None:
+                workers |= children(process.pid)
             process.send_signal(signum)
             until = None
         if process.poll() is not None and not select.select([controller], [], [], 0.2)[0]:
@@ -235,7 +243,7 @@ def counts(shown: str, total: str = "") -> list[int]:
 def test_a_file_shows_a_progress_bar_on_a_terminal_and_ctrl_c_says_how_far_it_got(ci_run, tmp_path):
     """The bar counts the lines of -i FILE up front and moves batch by batch, two worker processes
     decoding (--threads 2); a pipe gets a count without a total; Ctrl-C, with the workers busy,
-    says how many lines were done and leaves -o's earlier file as it was."""
+    says how many lines were done, leaves -o's earlier file as it was and no worker behind."""
     lines = toy_sentences() * 30  # 3,000 lines: three chunks of a thousand, 47 batches each
     (tmp_path / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = ["-c", ci_run, "--greedy", "--threads", "2", "-i", tmp_path / "in.de", "-o", tmp_path / "out.en"]
@@ -252,13 +260,16 @@ def test_a_file_shows_a_progress_bar_on_a_terminal_and_ctrl_c_says_how_far_it_go
     assert status == 0 and "/3000" not in shown and len(set(counts(shown))) > 3, shown
 
     (tmp_path / "out.en").write_text("earlier\n")
+    workers: set[int] = set()
     status, shown = stderr_on_a_terminal(
         # past the first chunk: its thousand lines written (a bar at 1,000 exactly may be before the write)
         args,
         until=lambda shown: any(n > 1000 for n in counts(shown, "3000")),
         signum=signal.SIGINT,
+        workers=workers,
     )
     assert status == 130 and "Traceback" not in shown, shown
+    assert len(workers) == 2 and not [pid for pid in workers if Path(f"/proc/{pid}").exists()]  # none left
     last = shown.strip().splitlines()[-1]
     said = rf"stopped by Ctrl-C after [12],000 of 3,000 lines; {re.escape(str(tmp_path / 'out.en'))} is as it was"
     assert re.fullmatch(said, last), last

@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"sentences decoded together (default {SearchConfig.batch_size})",
     )
     run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
-    run.add_argument("--threads", type=positive_int, help="CPU cores to use (default: all this process may use)")
+    run.add_argument(
+        "--threads", type=positive_int, help="CPU cores to use (default: all this process may use; more are refused)"
+    )
     run.add_argument(
         "--compute-type",
         default="default",

@@ -26,7 +26,7 @@ from inference.contract import LineTranslator, Progress, length_sorted_batches, 
 from inference.ct2_export import MANIFEST
 from inference.search_config import SearchConfig
 from model.search import length_limits
-from utils.device import usable_cores
+from utils.device import torch_threads, usable_cores
 from utils.errors import UserError
 
 
@@ -75,22 +75,21 @@ class CTranslate2Translator(LineTranslator):
         cores = threads or usable_cores()
         per_batch = min(threads_per_batch, cores)
         workers = cores // per_batch if device == "cpu" else 1  # a GPU takes one batch at a time
-        torch_threads = torch.get_num_threads()
+        # CTranslate2 sets this thread's OpenMP threads to intra_threads as it loads the model, and
+        # torch shares that OpenMP runtime: the host's torch threads are set back after (here and
+        # where a closed translator loads it again); CTranslate2's own workers keep theirs
         try:
-            self.engine = ctranslate2.Translator(
-                str(folder),
-                device=device,
-                device_index=device_index,
-                compute_type=compute_type,
-                inter_threads=workers,
-                intra_threads=per_batch,
-            )
+            with torch_threads(None):
+                self.engine = ctranslate2.Translator(
+                    str(folder),
+                    device=device,
+                    device_index=device_index,
+                    compute_type=compute_type,
+                    inter_threads=workers,
+                    intra_threads=per_batch,
+                )
         except Exception as e:  # noqa: BLE001 - a corrupt model.bin fails with RuntimeError, ValueError, IndexError...
             raise UserError(f"CTranslate2 cannot load {folder}: {one_line(str(e)) or type(e).__name__}") from None
-        finally:
-            # CTranslate2 sets this thread's OpenMP threads to intra_threads, and torch shares that
-            # OpenMP runtime: the host's torch threads are set back (CTranslate2's own workers keep theirs)
-            torch.set_num_threads(torch_threads)
         self.truncated = 0
 
     def close(self) -> None:
@@ -101,7 +100,8 @@ class CTranslate2Translator(LineTranslator):
     def _search(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[list[str], float]]]:
         """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
         if not self.engine.model_is_loaded:  # closed earlier
-            self.engine.load_model()
+            with torch_threads(None):
+                self.engine.load_model()
         ids, self.truncated = source_ids(self.tokenizer, sentences, self.max_len)
         sources = [[self.tokenizer.src.id_to_piece(i) for i in x] for x in ids]
         results: list[list[tuple[list[str], float]]] = [[] for _ in sources]

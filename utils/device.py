@@ -36,17 +36,18 @@ def usable_cores() -> int:
 
 @contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to `threads` inside the block (None: left as they are) and set
-    back after it: a library call leaves its host process's setting as it found it."""
-    if threads is None or threads == torch.get_num_threads():
-        yield
-        return
+    """torch's intra-op threads set to `threads` inside the block (None: left as they are), and
+    after it set back to what they were, whatever changed them inside (CTranslate2 sets the
+    OpenMP threads torch shares as it loads a model): a library call leaves its host process's
+    setting as it found it."""
     before = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    if threads is not None and threads != before:
+        torch.set_num_threads(threads)
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 def cpu_description() -> str:

@@ -12,9 +12,12 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
 - `lower`: both sides lower-cased (what people type in a hurry);
 - `no_final_punct`: the final full stop, question or exclamation mark removed from both sides;
 - `merge`: a pair followed by the next 1 to `merge_max - 1` pairs, joined into one with a space
-  on each side (OpusTrainer's Merge): several sentences in one line.
+  on each side (OpusTrainer's Merge): several sentences in one line;
+- `fragment`: one of the pair's word-aligned fragments, drawn at random, added as a pair of its
+  own (data/fragments.py): a word or a short phrase alone, which Multi30k never has.
 
-The case modifiers exclude each other (a pair gets at most one). Why not OpusTrainer's own
+The case modifiers exclude each other (a pair gets at most one); they and `no_final_punct` vary
+the fragments too. Why not OpusTrainer's own
 classes: they draw from Python's global `random` (not reproducible per epoch, so a resumed run
 would see other pairs, and every rank would need the same global state), rejoin words with
 single spaces, and the package pins sentencepiece 0.1.99 where this project runs 0.2.3.
@@ -25,12 +28,14 @@ every rank the same pairs.
 """
 
 import re
+from pathlib import Path
 
 import numpy as np
 from datasets import Dataset
 
 from data.columns import column_lines
 from data.config import AugmentConfig
+from data.fragments import Pair, pair_fragments
 from data.tokenizer import Tokenizer
 
 FINAL_PUNCTUATION = re.compile(r"\s*[.!?]+\s*$")
@@ -45,7 +50,7 @@ def without_final_punctuation(text: str) -> str:
     return FINAL_PUNCTUATION.sub("", text)
 
 
-def merged(pairs: list[tuple[str, str]], share: float, most: int, rng: np.random.Generator) -> list[tuple[str, str]]:
+def merged(pairs: list[Pair], share: float, most: int, rng: np.random.Generator) -> list[Pair]:
     """Walking the pairs in order, each starts a merge with probability `share`: it and the next
     1 to most - 1 pairs become one pair, each side joined with a space."""
     out, i = [], 0
@@ -59,10 +64,21 @@ def merged(pairs: list[tuple[str, str]], share: float, most: int, rng: np.random
     return out
 
 
-def varied(pairs: list[tuple[str, str]], modifiers: AugmentConfig, rng: np.random.Generator) -> list[tuple[str, str]]:
-    """The pairs with the modifiers applied: merges first, then case, then final punctuation."""
+def drawn_fragments(fragments: list[list[Pair]], share: float, rng: np.random.Generator) -> list[Pair]:
+    """Each pair with fragments gives one of them, drawn at random, with probability `share`."""
+    takes, which = rng.random(len(fragments)) < share, rng.random(len(fragments))
+    return [found[int(w * len(found))] for found, take, w in zip(fragments, takes, which) if take and found]
+
+
+def varied(
+    pairs: list[Pair], modifiers: AugmentConfig, rng: np.random.Generator, fragments: list[list[Pair]] | None = None
+) -> list[Pair]:
+    """The pairs with the modifiers applied: merges first, then the fragments (`fragments[i]` are
+    pair i's) added after them, then case and final punctuation over all."""
+    extra = drawn_fragments(fragments, modifiers.fragment, rng) if modifiers.fragment > 0 and fragments else []
     if modifiers.merge > 0:
         pairs = merged(pairs, modifiers.merge, modifiers.merge_max, rng)
+    pairs = pairs + extra
     case = rng.random(len(pairs))  # one draw a pair: which case change, if any
     drop = rng.random(len(pairs)) < modifiers.no_final_punct
     bounds = np.cumsum([modifiers.upper, modifiers.title, modifiers.lower])
@@ -81,13 +97,15 @@ def varied(pairs: list[tuple[str, str]], modifiers: AugmentConfig, rng: np.rando
 class AugmentedPairs:
     """The training pairs, each epoch varied anew by the modifiers and tokenized."""
 
-    def __init__(self, tokenizer: Tokenizer, train_text: Dataset, modifiers: AugmentConfig) -> None:
+    def __init__(self, tokenizer: Tokenizer, train_text: Dataset, modifiers: AugmentConfig, cache_dir: Path) -> None:
         self.tokenizer, self.modifiers = tokenizer, modifiers
         self.pairs = list(zip(column_lines(train_text, "src"), column_lines(train_text, "tgt")))
+        # aligned once and cached under cache_dir: every epoch draws from the same fragments
+        self.fragments = pair_fragments(self.pairs, cache_dir) if modifiers.fragment > 0 else None
 
     def epoch(self, epoch: int, seed: int) -> Dataset:
         """Columns src_ids and tgt_ids, like the tokenized split; the same for the same (seed, epoch)."""
-        pairs = varied(self.pairs, self.modifiers, np.random.default_rng([seed, epoch, 1]))
+        pairs = varied(self.pairs, self.modifiers, np.random.default_rng([seed, epoch, 1]), self.fragments)
         return Dataset.from_dict(
             {
                 "src_ids": self.tokenizer.encode_src([src for src, _ in pairs]),

@@ -48,13 +48,16 @@ class AugmentConfig:
     lower: float = 0.0  # lower-cased
     no_final_punct: float = 0.0  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
+    fragment: float = 0.0  # the pair that adds one of its word-aligned fragments as a pair (data/fragments.py)
     merge_max: int = field(
         default=3,
         metadata=read_when(lambda cfg: cfg.merge > 0, "read only with merges on: give data.augment.merge > 0"),
     )
 
     def __post_init__(self) -> None:
-        shares = {name: getattr(self, name) for name in ("upper", "title", "lower", "no_final_punct", "merge")}
+        shares = {
+            name: getattr(self, name) for name in ("upper", "title", "lower", "no_final_punct", "merge", "fragment")
+        }
         refuse_unless(
             *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
             (
@@ -67,7 +70,7 @@ class AugmentConfig:
     @property
     def on(self) -> bool:
         """Whether any modifier varies the pairs."""
-        return any(p > 0 for p in (self.upper, self.title, self.lower, self.no_final_punct, self.merge))
+        return any(p > 0 for p in (self.upper, self.title, self.lower, self.no_final_punct, self.merge, self.fragment))
 
 
 def _by(*sources: str) -> dict:
@@ -119,7 +122,7 @@ class DataConfig:
     # hf: a dataset on the hub, or a local folder (save_to_disk) or data files
     name: str | None = field(default=None, metadata=_by("hf"))
     subset: str | None = field(default=None, metadata=_by("hf"))  # hf: the dataset's configuration, e.g. de-en
-    cache_dir: str = ".cache/minitrans"  # downloads, tokenizers and tokenized splits
+    cache_dir: str = ".cache/minitrans"  # downloads, tokenizers, tokenized splits and word alignments
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     # First N pairs only (quick runs, CI); None keeps everything. The tokenizer is trained on
     # the training subset, so a small run also trains a small tokenizer quickly.
@@ -137,7 +140,8 @@ class DataConfig:
     )
 
     # Training pairs varied as people type (data/augment.py): shares of the pairs upper-, title-
-    # or lower-cased, without their final punctuation, merged into lines of several sentences
+    # or lower-cased, without their final punctuation, merged into lines of several sentences,
+    # giving a word-aligned fragment as a pair of its own
     augment: AugmentConfig = field(default_factory=AugmentConfig)
 
     def __post_init__(self) -> None:

@@ -62,12 +62,12 @@ def test_the_case_changes_exclude_each_other():
     assert all(abs(kinds.count(k) / len(kinds) - p) < 0.05 for k, p in (("upper", 0.3), ("title", 0.3), ("lower", 0.4)))
 
 
-def test_each_epoch_is_drawn_from_the_seed_and_epoch_alone(toy):
+def test_each_epoch_is_drawn_from_the_seed_and_epoch_alone(toy, tmp_path):
     """The same (seed, epoch): the same pairs, also from another AugmentedPairs (a resumed run,
     another rank); another epoch or seed: others. The ids are the tokenizer's of the varied text."""
     modifiers = AugmentConfig(upper=0.2, title=0.1, lower=0.2, no_final_punct=0.3, merge=0.1)
-    pairs = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers)
-    again = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers)
+    pairs = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path)
+    again = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path)
     first = pairs.epoch(3, 1234)
     assert isinstance(first, Dataset) and first.column_names == ["src_ids", "tgt_ids"]
     assert first["src_ids"] == again.epoch(3, 1234)["src_ids"] and first["tgt_ids"] == again.epoch(3, 1234)["tgt_ids"]
@@ -75,3 +75,21 @@ def test_each_epoch_is_drawn_from_the_seed_and_epoch_alone(toy):
     text = varied(pairs.pairs, modifiers, np.random.default_rng([1234, 3, 1]))
     assert first["tgt_ids"] == toy.tokenizer.encode_tgt([t for _, t in text])
     assert len(first) < len(toy.text["train"])  # merges: fewer, longer lines
+
+
+def test_fragments_are_added_after_the_pairs_from_their_own_pairs():
+    """Each pair gives at most one of its fragments, with the share asked; the pairs themselves
+    stay, in order, and the case modifiers vary the fragments as the pairs."""
+    fragments = [[(s.split()[1], t.split()[1]), (s.split()[0], t.split()[0])] for s, t in PAIRS]
+    out = varied(PAIRS, AugmentConfig(fragment=0.4), np.random.default_rng(5), fragments)
+    assert out[: len(PAIRS)] == PAIRS
+    extra = out[len(PAIRS) :]
+    assert abs(len(extra) / len(PAIRS) - 0.4) < 0.06
+    owners, drawn = iter(range(len(PAIRS))), []
+    for pair in extra:  # in the order of the pairs they come from, each from a pair of its own
+        owner = next(i for i in owners if pair in fragments[i])
+        drawn.append(fragments[owner].index(pair))
+    assert abs(drawn.count(0) / len(drawn) - 0.5) < 0.1  # either fragment of a pair, alike
+    lowered = varied(PAIRS, AugmentConfig(fragment=1.0, lower=1.0), np.random.default_rng(5), fragments)
+    assert all(s == s.lower() and t == t.lower() for s, t in lowered) and len(lowered) == 2 * len(PAIRS)
+    assert varied(PAIRS, AugmentConfig(fragment=1.0), np.random.default_rng(5), [[]] * len(PAIRS)) == PAIRS

@@ -7,7 +7,9 @@ import sacrebleu
 
 from data import load_multi30k
 from helpers import TOY_CORPUS, compose_config, scalars
+from inference import load_translator
 from inference.checkpoint import load_checkpoint
+from inference.robustness import robustness
 from inference.scoring import moses_bleu
 from training.config import to_run_config
 from training.final_evaluation import flat_hparams
@@ -28,6 +30,7 @@ OVERRIDES = [
     "train.head_importance=false",
     "train.max_minutes=null",
     "train.attention_every=0",
+    "train.robustness=true",
 ]
 
 
@@ -58,6 +61,30 @@ def test_the_best_weights_are_the_best_validation_and_the_ones_tested(toy_run):
     assert best["meta"]["val_bleu"] == results["best_val_bleu"]
     validated = [event.value for event in scalars(run_dir).Scalars("val/bleu")]
     assert results["best_val_bleu"] == pytest.approx(max(validated), abs=1e-4)  # the average's too, if it won
+
+
+def test_robustness_is_the_benchmarks_on_the_best_weights_and_is_logged(toy_run):
+    """What the run measured at its end is what bench/robustness.py's pieces measure on its best
+    checkpoint, loaded as translate.py loads it (sentences split, the run's test beam), and each
+    figure is a TensorBoard scalar."""
+    run_dir, results = toy_run
+    val = load_multi30k("de", "en", str(TOY_CORPUS))["val"]
+    with load_translator(run_dir / "checkpoints" / "best.pt", threads=1, beam_size=2) as translator:
+        expected = robustness(translator.translate, list(val["src"][:100]), list(val["tgt"][:100]))
+    assert results["robustness"] == expected
+    assert set(expected) == {
+        "as is",
+        "lower-cased",
+        "upper-cased",
+        "no final punctuation",
+        "paragraphs of 3",
+        "single words",
+    }
+    logged = scalars(run_dir)
+    for variant, row in expected.items():
+        for key in {"bleu", "loops", "over_4_words"} & set(row):
+            [event] = logged.Scalars(f"robustness/{variant.replace(' ', '_')}/{key}")
+            assert event.value == pytest.approx(row[key]) and event.step == 30
 
 
 def test_hparams_are_every_scalar_setting():

@@ -168,6 +168,7 @@ def straight_and_resumed(tmp_path, common: list[str]) -> tuple:
             "data.augment.lower=0.2",
             "data.augment.no_final_punct=0.3",
             "data.augment.merge=0.2",
+            "data.augment.fragment=0.3",
         ],
     ],
     ids=["subword sampling", "augmentation"],

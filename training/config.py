@@ -41,9 +41,9 @@ class TrainConfig:
     max_steps: int = 100_000  # optimizer steps
     max_epochs: int = 1000
     max_minutes: float | None = 60  # wall-clock budget of the whole run, resumes and final evaluation included
-    # of max_minutes, kept for the final validation, averaging and test decoding
+    # of max_minutes, kept for the final validation, averaging, test decoding and robustness
     reserve_minutes: float = field(
-        default=1.5,
+        default=2.5,
         metadata=read_when(lambda t: t.max_minutes is not None, "read only with a time budget (train.max_minutes)"),
     )
     # optimisation
@@ -117,6 +117,11 @@ class TrainConfig:
     head_importance_sentences: int | None = field(
         default=500, metadata=read_when(lambda t: t.head_importance, "read only with train.head_importance=true")
     )
+    # at the end: the best weights on what people type (inference/robustness.py: the validation
+    # set lower- and upper-cased, without its final punctuation, three lines to a paragraph, each
+    # word alone), searched as translate.py does with test_beam_size, into results.json, the log
+    # and TensorBoard (robustness/...). About 45 s of the hour's reserve_minutes on a 2-core CPU.
+    robustness: bool = True
     # where a new run folder starts from (a folder's own checkpoints always come first):
     resume: str | None = None  # continue that run (checkpoint file or run folder) here, exactly
     init_from: str | None = None  # a new run from those weights (checkpoint file or run folder)

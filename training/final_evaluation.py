@@ -1,5 +1,5 @@
-"""The end of a run, piece by piece (Trainer.finish puts them together): test scores, head
-importance, results.json and TensorBoard's hparams."""
+"""The end of a run, piece by piece (Trainer.finish puts them together): test scores, robustness,
+head importance, results.json and TensorBoard's hparams."""
 
 import dataclasses
 import json
@@ -8,12 +8,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from analysis.head_importance import Measure, head_importance, importance_table, log_head_importance
-from inference.contract import Translating
+from inference.contract import LineTranslator, Translating
+from inference.robustness import robustness
 from inference.scoring import moses_bleu, score_translations
 from model import Transformer
 from training.config import RunConfig
@@ -73,6 +74,22 @@ def test_scores(
             scores.chrf,
             scores.bleu_signature,
         )
+    return results
+
+
+def robustness_results(
+    translator: LineTranslator, val: Dataset, src_lang: str, writer: SummaryWriter, step: int
+) -> dict[str, dict[str, float]]:
+    """The validation set as people type it (inference/robustness.py), each line split into its
+    sentences as translate.py splits it; every variant's BLEU and loops logged as
+    robustness/VARIANT/bleu and .../loops (single words: .../over_4_words too)."""
+    translator.split_lang = src_lang
+    results = robustness(translator.translate, list(val["src"]), list(val["tgt"]))
+    for variant, row in results.items():
+        for key in ("bleu", "loops", "over_4_words"):
+            if key in row:
+                writer.add_scalar(f"robustness/{variant.replace(' ', '_')}/{key}", row[key], step)
+        log.info("robustness, %s: %s", variant, ", ".join(f"{key} {value}" for key, value in row.items()))
     return results
 
 

@@ -26,7 +26,13 @@ from model import Transformer, TransformerConfig
 from training.config import RunConfig
 from training.distributed import Distributed
 from training.ema import WeightAverage
-from training.final_evaluation import importance_results, peak_rss_mb, test_scores, write_results
+from training.final_evaluation import (
+    importance_results,
+    peak_rss_mb,
+    robustness_results,
+    test_scores,
+    write_results,
+)
 from training.interrupt import Interrupted, StopOnSignal
 from training.loaders import EpochPairs, TrainingBatches
 from training.progress_bar import ProgressBar
@@ -100,7 +106,7 @@ class Trainer:
             sampling = run.data.subword_sampling, run.data.subword_n_best
             sampled = SampledPairs(data.tokenizer, data.text["train"], *sampling)
         elif run.data.augment.on:
-            sampled = AugmentedPairs(data.tokenizer, data.text["train"], run.data.augment)
+            sampled = AugmentedPairs(data.tokenizer, data.text["train"], run.data.augment, Path(run.data.cache_dir))
         self.batches = TrainingBatches(
             data,
             sampled,
@@ -183,7 +189,7 @@ class Trainer:
 
     def finish(self) -> dict:
         """Final validation, optional averaging, then test BLEU of the best weights with beam
-        search, head importance if asked, results.json (training/final_evaluation.py).
+        search, robustness and head importance if asked, results.json (training/final_evaluation.py).
 
         Runs on rank 0 after `fit`, which saved the last step's checkpoint."""
         cfg, progress = self.cfg, self.state.progress
@@ -213,6 +219,11 @@ class Trainer:
             results["test"] = test_scores(translator, self.data.text, self.run.data.tgt_lang, self.run_dir, self.clock)
         for scores in results["test"].values():
             self.writer.add_scalar("test/bleu", scores["bleu"], progress.step)
+        if cfg.robustness:
+            with self.time.on("robustness"):
+                results["robustness"] = robustness_results(
+                    translator, self.data.text["val"], self.run.data.src_lang, self.writer, progress.step
+                )
         if cfg.head_importance:
             sentences = cfg.head_importance_sentences
             with self.time.on("head importance"):

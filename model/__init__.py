@@ -23,7 +23,7 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_layers.py: the same names)
+if TYPE_CHECKING:  # what type checkers and editors see, eagerly (tests/test_architecture.py: the same names)
     from model.attention import AttentionSteps, KVCache, MultiHeadAttention, scaled_dot_product_attention  # noqa: F401
     from model.config import TransformerConfig  # noqa: F401
     from model.transformer import (  # noqa: F401

@@ -115,29 +115,40 @@ def unstack_groups(x: Tensor, groups: int) -> Tensor:
     return x.view(b, h, groups, gt // groups, d).transpose(1, 2).reshape(b * groups, h, gt // groups, d)
 
 
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention with separate query and key/value inputs.
+def merge_heads(heads: Tensor) -> Tensor:
+    """(B, H, T, d_head) -> (B, T, H * d_head): each position's heads side by side, head 1's
+    numbers first (the inverse of MultiHeadAttention.split_heads)."""
+    b, h, t, d_head = heads.shape
+    return heads.transpose(1, 2).reshape(b, t, h * d_head)  # (B, T, d_model)
 
-    Self-attention passes the same tensor twice (recognised by identity, so that one matmul
-    projects Q, K and V); cross-attention passes decoder states as `query` and the encoder
-    output as `key_value`. Cross-attention's queries may come G to a key/value row (beam search:
-    G hypotheses of one source): the G rows attend to their shared source in one product, and
-    the source is projected and kept once instead of G times.
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention, self- or cross- (`cross`, said when it is built).
+
+    Self-attention: queries, keys and values are projections of the same sequence. Cross-
+    attention: queries from the decoder's states, keys and values from the encoder's output.
+
+    Beam search may give cross-attention G query rows to every key/value row (its G hypotheses of
+    one source): the G rows then attend to their shared source in one product, and the source is
+    projected and kept once instead of G times. That is the fast path; with the model's `plain`
+    setting beam search gives each hypothesis its own copy of the source instead (model/search.py),
+    and G is 1.
     """
 
     head_gate: Tensor | None  # a buffer (see __init__), which a type checker cannot see through
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, cross: bool = False, plain: bool = False):
         super().__init__()
         assert d_model % n_heads == 0, "d_model must be divisible by n_heads"
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
         self.d_model = d_model
+        self.cross = cross
         # W_Q, W_K, W_V stacked in one (3 d_model, d_model) matrix, as PyTorch's own attention does:
         # self-attention then projects its input with one matmul instead of three.
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)  # W_O
-        self.dropout = Dropout(dropout)
+        self.dropout = Dropout(dropout, plain)
         # (H,) 1 keeps a head, 0 silences it (Transformer.mask_heads); None: all heads, no cost.
         # A buffer so that it follows the module to its device; never saved in checkpoints.
         self.register_buffer("head_gate", None, persistent=False)
@@ -145,22 +156,55 @@ class MultiHeadAttention(nn.Module):
         # AttentionSteps; None, the usual case, keeps nothing
         self.recording: list[AttentionSteps] | None = None
 
-    def _split_heads(self, x: Tensor) -> Tensor:
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(B, T, d_model) -> (B, H, T, d_head): each head gets its own d_head of the features."""
         b, t, _ = x.shape
         return x.view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+
+    def project(
+        self, query: Tensor, key_value: Tensor | None, cache: KVCache | None
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """q = x W_Q, k = y W_K, v = y W_V, each (B, T, d_model), with y = x in self-attention.
+        Cross-attention with a filled static cache gives k = v = None: the encoder's keys and
+        values were projected once per sentence and are in the cache."""
+        d = self.d_model
+        if not self.cross:  # self-attention: the three projections of x in one matmul
+            assert key_value is None, "self-attention attends over its query: give no key_value"
+            q, k, v = self.in_proj(query).split(d, dim=-1)  # 3 x (B, T, d_model)
+            return q, k, v
+        w_q, w_kv = self.in_proj.weight.split([d, 2 * d])
+        b_q, b_kv = self.in_proj.bias.split([d, 2 * d])
+        q = F.linear(query, w_q, b_q)
+        if cache is not None and cache.static and cache.key is not None:
+            return q, None, None
+        assert key_value is not None, "cross-attention attends to key_value: the encoder's output"
+        k, v = F.linear(key_value, w_kv, b_kv).split(d, dim=-1)  # 2 x (B, T_k, d_model)
+        return q, k, v
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Every head's softmax(q k^T / sqrt(d_head)) v: heads (B, H, T_q, d_head) and weights
+        (B, H, T_q, T_k). With G query rows to each key/value row (beam search's fast path),
+        the G rows of a source are stacked and attend to it in one product."""
+        groups = q.size(0) // k.size(0)
+        if groups == 1:
+            return scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
+        stacked = stack_groups(q, groups)  # (B/G, H, G*T_q, d_head)
+        heads, weights = scaled_dot_product_attention(stacked, k, v, mask, self.dropout, self.head_gate)
+        return unstack_groups(heads, groups), unstack_groups(weights, groups)  # (B, H, T_q, ...)
 
     def forward(
         self,
         query: Tensor,
-        key_value: Tensor,
+        key_value: Tensor | None = None,
         mask: Tensor | None = None,
         cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor]:
         """
         Args:
-            query: (B, T_q, d_model)
-            key_value: (B / G, T_k, d_model): row b serves query rows b*G ... b*G + G-1 (G = 1
-                but in beam search's cross-attention); ignored once a static cache is filled.
+            query: (B, T_q, d_model) the states that ask.
+            key_value: cross-attention's (B / G, T_k, d_model) encoder output (row b serves query
+                rows b*G ... b*G + G-1; G = 1 but in beam search's fast path); ignored once a
+                static cache is filled. Self-attention attends over `query` itself: None.
             mask: bool, broadcastable to (B, H, T_q, T_k_total), True = may attend; with G > 1,
                 one row per key/value row, (B / G, 1, 1, T_k).
             cache: keys/values of earlier steps; updated in place.
@@ -168,30 +212,20 @@ class MultiHeadAttention(nn.Module):
         Returns:
             output (B, T_q, d_model) and per-head weights (B, H, T_q, T_k_total).
         """
-        d = self.d_model
-        if key_value is query:  # self-attention: Q, K, V = x W_Q, x W_K, x W_V in one matmul
-            q, k, v = self.in_proj(query).split(d, dim=-1)  # 3 x (B, T, d_model)
-        else:  # cross-attention: queries from one sequence, keys and values from the other
-            w_q, w_kv = self.in_proj.weight.split([d, 2 * d])
-            b_q, b_kv = self.in_proj.bias.split([d, 2 * d])
-            q = F.linear(query, w_q, b_q)
-            if cache is not None and cache.static and cache.key is not None:
-                k = v = None  # encoder keys/values, projected once per sentence and cached
-            else:
-                k, v = F.linear(key_value, w_kv, b_kv).split(d, dim=-1)  # 2 x (B, T_k, d_model)
-        q = self._split_heads(q)  # (B, H, T_q, d_head)
-        if k is not None:
-            k, v = self._split_heads(k), self._split_heads(v)  # (B, H, T_k, d_head)
-        if cache is not None:
-            k, v = (cache.key, cache.value) if k is None else cache.update(k, v)
-        groups = q.size(0) // k.size(0)  # query rows per key/value row: 1 but in beam search's cross-attention
-        # G hypotheses of each source attend to it together: (B/G, H, G*T_q, d_head)
-        queries = stack_groups(q, groups) if groups > 1 else q
-        heads, weights = scaled_dot_product_attention(queries, k, v, mask, self.dropout, self.head_gate)
-        if groups > 1:
-            heads, weights = unstack_groups(heads, groups), unstack_groups(weights, groups)  # (B, H, T_q, ...)
-        b, _, t_q, _ = heads.shape
-        merged = heads.transpose(1, 2).reshape(b, t_q, self.n_heads * self.d_head)  # (B, T_q, d_model)
+        # 1. project: q = x W_Q, k = y W_K, v = y W_V
+        q, k, v = self.project(query, key_value, cache)
+        # 2. split each into heads: (B, H, T, d_head)
+        q = self.split_heads(q)
+        if k is not None and v is not None:
+            k, v = self.split_heads(k), self.split_heads(v)
+        if cache is not None:  # the keys and values of earlier steps, or the cached source's
+            k, v = (cache.key, cache.value) if k is None or v is None else cache.update(k, v)
+        assert k is not None and v is not None
+        # 3. attend: each head's softmax(q k^T / sqrt(d_head)) v
+        heads, weights = self.attend(q, k, v, mask)  # (B, H, T_q, d_head), (B, H, T_q, T_k)
+        # 4. merge the heads: (B, T_q, d_model)
+        merged = merge_heads(heads)
+        # 5. project by W_O
         output = self.out_proj(merged)
         if self.recording is not None:
             self.recording.append(AttentionSteps(q, k, v, heads, output))

@@ -31,6 +31,12 @@ class TransformerConfig:
     max_len: int = 256  # longest sequence (in pieces, bos/eos included) the model accepts
     share_embeddings: bool = True  # one embedding for source and target (joint vocabulary)
     tie_output: bool = True  # output projection reuses the target embedding matrix
+    # The plain computation where a fast one stands in for it: the loss as F.cross_entropy
+    # (not model/output_loss.py's fused one), dropout as F.dropout (not model/dropout.py's bit
+    # masks), and in beam search each hypothesis with its own copy of the source in cross-
+    # attention (not the hypotheses of a sentence sharing one). The same numbers, slower
+    # (tests/test_plain_and_fast.py proves each pair equal; bench/plain_and_fast.py times them).
+    plain: bool = False
     # Special ids: the tokenizer decides them and training copies them in (these defaults
     # are SentencePiece's ids as data/ trains it, for models built by hand in tests).
     pad_id: int = 0

@@ -10,12 +10,12 @@ from model.dropout import Dropout
 class FeedForward(nn.Module):
     """Position-wise FFN(x) = W_2 act(W_1 x + b_1) + b_2."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu", plain: bool = False) -> None:
         super().__init__()
         self.net = nn.Sequential(
             nn.Linear(d_model, d_ff),
             nn.ReLU() if activation == "relu" else nn.GELU(),
-            Dropout(dropout),
+            Dropout(dropout, plain),
             nn.Linear(d_ff, d_model),
         )
 
@@ -30,10 +30,10 @@ class Residual(nn.Module):
     long warmup; post-norm is the original paper's arrangement.
     """
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, plain: bool = False) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = Dropout(dropout, plain)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
@@ -48,10 +48,10 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
-        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-        self.self_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.feed_forward_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout, plain=cfg.plain)
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation, cfg.plain)
+        self.self_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.plain)
+        self.feed_forward_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.plain)
 
     def forward(self, x: Tensor, src_mask: Tensor) -> tuple[Tensor, Tensor]:
         """
@@ -62,7 +62,7 @@ class EncoderLayer(nn.Module):
         Returns:
             (B, S, d_model) and self-attention weights (B, H, S, S).
         """
-        x, self_attn_weights = self.self_attn_residual(x, lambda h: self.self_attn(h, h, src_mask))
+        x, self_attn_weights = self.self_attn_residual(x, lambda h: self.self_attn(h, mask=src_mask))
         x, _ = self.feed_forward_residual(x, lambda h: (self.feed_forward(h), None))
         return x, self_attn_weights
 
@@ -70,12 +70,14 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout)
-        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-        self.self_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.cross_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.feed_forward_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout, plain=cfg.plain)
+        self.cross_attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cross=True, plain=cfg.plain
+        )
+        self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation, cfg.plain)
+        self.self_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.plain)
+        self.cross_attn_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.plain)
+        self.feed_forward_residual = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.plain)
 
     def forward(
         self,
@@ -101,7 +103,9 @@ class DecoderLayer(nn.Module):
             weights (B, H, T, S).
         """
         # 1. masked self-attention over the target prefix
-        x, self_attn_weights = self.self_attn_residual(x, lambda h: self.self_attn(h, h, tgt_mask, self_attn_cache))
+        x, self_attn_weights = self.self_attn_residual(
+            x, lambda h: self.self_attn(h, mask=tgt_mask, cache=self_attn_cache)
+        )
         # 2. cross-attention: queries from the decoder, keys and values from the encoder
         x, cross_attn_weights = self.cross_attn_residual(
             x, lambda h: self.cross_attn(h, memory, src_mask, cross_attn_cache)

@@ -141,6 +141,55 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_ca
     return hypotheses
 
 
+def _finish_ending(
+    candidates: tuple[Tensor, Tensor, Tensor],
+    ends: Tensor,
+    k: int,
+    history: Tensor,
+    beams: int,
+    length_penalty: float,
+    finished: list[list[Hypothesis]],
+    active: list[int],
+) -> None:
+    """Beam search's step 1: the candidates (scores, beam, token; (n, 2K) each) that end in eos
+    (`ends`) and rank within their sentence's best K become finished hypotheses."""
+    cand_scores, cand_beam, _ = candidates
+    ending = (ends[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
+    if not ending:
+        return
+    # read as Python lists once: indexing a tensor element by element is slow
+    prefixes, parents, scores = history[:, 1:].tolist(), cand_beam.tolist(), cand_scores.tolist()
+    for row, rank in ending:
+        prefix = prefixes[row * beams + parents[row][rank]]
+        log_prob = scores[row][rank]
+        finished[active[row]].append(Hypothesis(prefix, log_prob / (len(prefix) + 1) ** length_penalty, log_prob))
+
+
+def _done_rows(
+    finished: list[list[Hypothesis]],
+    active: list[int],
+    beam_scores: Tensor,
+    limits: Tensor,
+    step: int,
+    k: int,
+    n_best: int,
+    length_penalty: float,
+) -> set[int]:
+    """Beam search's step 3: the rows of the sentences that are done: K hypotheses finished, the
+    length limit reached, or no live beam able to beat the n_best-th finished one (a live beam's
+    log-probability only falls as it grows: its best possible score is its log-probability now
+    over the longest length it may reach, to the power alpha)."""
+    best_possible = (beam_scores.max(1).values / (limits + 1).float() ** length_penalty).tolist()  # (n,)
+    limit_of = limits.tolist()
+    done = set()
+    for row, sentence in enumerate(active):
+        ranked = sorted((h.score for h in finished[sentence]), reverse=True)
+        beaten = len(ranked) >= n_best and ranked[n_best - 1] >= best_possible[row]
+        if len(ranked) >= k or step >= limit_of[row] or beaten:
+            done.add(row)
+    return done
+
+
 @torch.inference_mode()
 def beam_search(
     model: Transformer,
@@ -153,13 +202,14 @@ def beam_search(
 ) -> list[list[Hypothesis]]:
     """Batched beam search.
 
-    Each sentence keeps K = `beam_size` live hypotheses. At every step the best 2K
-    extensions of a sentence's beams are ranked. Those ending in eos are finished only if
-    they rank within the best K (one ranked lower would not have survived as a beam either),
-    and the best K that do not end go on. A sentence is done, and leaves the batch, when K
-    hypotheses have finished (as in fairseq) or when no live beam can still beat its finished
-    ones: a live beam's log-probability only falls as it grows, so its best possible score is
-    its log-probability now over the longest length it may reach, to the power alpha.
+    Each sentence keeps K = `beam_size` live hypotheses. At every step the best 2K extensions of
+    a sentence's beams are ranked, then: 1. those ending in eos are finished if they rank within
+    the best K; 2. the best K that do not end go on; 3. a sentence that is done (K hypotheses
+    finished, as in fairseq, or no live beam able to beat its finished ones) leaves the batch.
+
+    A sentence's hypotheses share its one row of encoder output in cross-attention (model/
+    attention.py's grouped path); with the model's `plain` setting each hypothesis has its own
+    copy instead, moved with it: the same translations, slower.
 
     Args:
         src: (B, S) padded source ids.
@@ -174,17 +224,16 @@ def beam_search(
     """
     k = min(beam_size, model.cfg.tgt_vocab_size)  # the first step has no more extensions than tokens
     n_best = min(n_best, k)
-    bos, eos = model.cfg.bos_id, model.cfg.eos_id
     device = src.device
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask, _ = model.encode(src)  # (B, S, d_model), (B, 1, 1, S)
     batch = src.size(0)
     limits = _limits(max_len, batch, device)
-    # every sentence's beams sit next to each other: row b*beams + j is beam j of sentence b, and
-    # they share the sentence's one row of memory (B, S, d_model) in cross-attention. The search
-    # starts from one beam a sentence (bos alone), whose best K extensions become its K beams.
+    # every sentence's beams sit next to each other: row b*beams + j is beam j of sentence b. The
+    # search starts from one beam a sentence (bos alone), whose best K extensions become its K beams.
     beams = 1
+    shared = not model.cfg.plain  # one row of memory a sentence, else one a hypothesis
     cache = model.new_cache() if use_cache else None
-    history = torch.full((batch, 1), bos, dtype=torch.long, device=device)
+    history = torch.full((batch, 1), model.cfg.bos_id, dtype=torch.long, device=device)
     beam_scores = torch.zeros(batch, 1, device=device)
     active = list(range(batch))  # original index of each sentence still in the batch
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
@@ -195,18 +244,12 @@ def beam_search(
         log_probs = _next_log_probs(model, history, memory, src_mask, cache, at_limit)  # (n*beams, V)
         log_probs = log_probs.view(n, beams, -1)
         count = min(2 * k, beams * log_probs.size(2))
-        cand_scores, cand_beam, cand_token = best_extensions(log_probs, beam_scores, count)  # (n, 2K)
-        ends = cand_token == eos
+        candidates = best_extensions(log_probs, beam_scores, count)  # scores, beam, token: (n, 2K)
+        cand_scores, cand_beam, cand_token = candidates
+        ends = cand_token == model.cfg.eos_id
 
         # 1. finish the eos candidates that rank within the best K of the step
-        ending = (ends[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
-        if ending:  # read as Python lists once: indexing a tensor element by element is slow
-            prefixes, parents, scores = history[:, 1:].tolist(), cand_beam.tolist(), cand_scores.tolist()
-            for row, rank in ending:
-                prefix = prefixes[row * beams + parents[row][rank]]
-                log_prob = scores[row][rank]
-                length = len(prefix) + 1
-                finished[active[row]].append(Hypothesis(prefix, log_prob / length**length_penalty, log_prob))
+        _finish_ending(candidates, ends, k, history, beams, length_penalty, finished, active)
 
         # 2. the best K candidates that go on
         cand_scores = cand_scores.masked_fill(ends, float("-inf"))
@@ -215,32 +258,24 @@ def beam_search(
         beams = k
         next_token = cand_token.gather(1, keep).view(-1, 1)
         history = torch.cat([history.index_select(0, origin), next_token], dim=1)
+        if not shared:  # each hypothesis takes its parent's copy of the source along
+            memory, src_mask = memory.index_select(0, origin), src_mask.index_select(0, origin)
         if cache is not None:
-            cache.reorder(origin)
+            cache.reorder(origin, None if shared else origin)
 
         # 3. sentences that are done leave the batch
-        best_possible = (beam_scores.max(1).values / (limits + 1).float() ** length_penalty).tolist()  # (n,)
-        limit_of = limits.tolist()
-        done = set()
-        for row in range(n):
-            hyps = finished[active[row]]
-            ranked = sorted((h.score for h in hyps), reverse=True)
-            if (
-                len(hyps) >= k
-                or step >= limit_of[row]
-                or (len(ranked) >= n_best and ranked[n_best - 1] >= best_possible[row])
-            ):
-                done.add(row)
+        done = _done_rows(finished, active, beam_scores, limits, step, k, n_best, length_penalty)
         if done:
             live = [row for row in range(n) if row not in done]
             if not live:
                 break
             live_t = torch.tensor(live, device=device)
             rows = (live_t[:, None] * k + torch.arange(k, device=device)).view(-1)
-            history, memory, src_mask = history[rows], memory[live_t], src_mask[live_t]
+            sources = live_t if shared else rows
+            history, memory, src_mask = history[rows], memory[sources], src_mask[sources]
             beam_scores, limits = beam_scores[live_t], limits[live_t]
             if cache is not None:
-                cache.reorder(rows, live_t)
+                cache.reorder(rows, sources)
             active = [active[row] for row in live]
 
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:n_best] for hyps in finished]

@@ -13,7 +13,7 @@ from model.dropout import Dropout
 from model.embedding import PositionalEncoding, TokenEmbedding
 from model.layers import DecoderLayer, EncoderLayer
 from model.masks import causal_mask, decoder_self_attention_mask, padding_mask
-from model.output_loss import output_cross_entropy
+from model.output_loss import output_cross_entropy, plain_output_cross_entropy
 
 
 class AttentionMaps(NamedTuple):
@@ -121,7 +121,7 @@ class Transformer(nn.Module):
             self.src_embedding if cfg.share_embeddings else TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.pad_id)
         )
         self.positional = PositionalEncoding(cfg.d_model, cfg.max_len, learned=cfg.positional == "learned")
-        self.embedding_dropout = Dropout(cfg.dropout)
+        self.embedding_dropout = Dropout(cfg.dropout, cfg.plain)
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         self.output_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
@@ -294,5 +294,6 @@ class Transformer(nn.Module):
             return TransformerOutput(self.output_proj(states), None, attention)
         real = targets != self.cfg.pad_id  # (B, T); padded positions are left out, not masked
         # row-major: the second copy's positions follow the first's in the same order
-        loss = output_cross_entropy(states[real], self.output_proj.weight, targets[real], label_smoothing, consistency)
+        loss_of = plain_output_cross_entropy if self.cfg.plain else output_cross_entropy
+        loss = loss_of(states[real], self.output_proj.weight, targets[real], label_smoothing, consistency)
         return TransformerOutput(None, loss, attention)

@@ -86,6 +86,22 @@ def trained(ci_run):
 
 
 @pytest.fixture(scope="session")
+def probe_maps(trained):
+    """The ci model's attention on two sentences of different lengths (so the batch that gives
+    the maps is padded), as inference.attention.collect_attention returns it: (model, maps)."""
+    from helpers import toy_sentences
+    from inference.attention import collect_attention
+    from inference.search_config import SearchConfig
+    from inference.translator import Translator
+
+    model, tokenizer = trained
+    sentences = ["Ein Hund.", toy_sentences("val")[0]]
+    translator = Translator(model, tokenizer, SearchConfig(beam_size=1))
+    translations = translator.translate_ids(translator.source_ids(sentences))
+    return model, collect_attention(model, tokenizer, sentences, translations, ["A dog.", "Two men."])
+
+
+@pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
     """A short training run on the committed toy corpus: a checkpoint to translate, export and break."""
     from helpers import TOY_DATA, run_train

@@ -11,6 +11,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
@@ -54,6 +55,15 @@ log = logging.getLogger("train")
 ATTENTION, CHECKPOINTS = "attention maps", "checkpoints"  # parts of the time spent, each counted in several places
 
 
+@dataclass
+class LogWindow:
+    """The steps since the last training log line: their summed loss and tokens, since `since`."""
+
+    since: float
+    loss: float = 0.0
+    tokens: float = 0.0
+
+
 class Trainer:
     """Holds a run's moving parts (its `state`: what a checkpoint saves, see training/state.py;
     and data, validation, writer); `fit` trains.
@@ -77,6 +87,8 @@ class Trainer:
         self.run, self.cfg, self.run_dir = run, run.train, run_dir
         self.data, self.device, self.ddp, self.clock = data, device, ddp, clock
         self.time = TimeSpent(clock, started)
+        self.counted_from = started  # this session's seconds from here are not in progress.elapsed yet
+        self.last_plan = (0, 0.0)  # (step, elapsed) the next plan of the schedule measures the speed from
         self.ckpt_dir = checkpoint_folder(run_dir)
         self.corpus = corpus_location(run.data)  # kept in every checkpoint: where to read the corpus again
         torch.manual_seed(run.seed)  # the same initial weights on every rank
@@ -331,38 +343,19 @@ class Trainer:
         """Train until max_steps, max_epochs, the schedule's last step or the time budget,
         then save the last step's checkpoint. On SIGINT or SIGTERM: save after the current
         step and raise Interrupted."""
-        cfg, progress, ddp = self.cfg, self.state.progress, self.ddp
-        started = self.time.started  # moves on at each checkpoint, which adds the time since to progress.elapsed
-        self.time.add("preparation (data, model)", self.clock() - started)
+        cfg, progress = self.cfg, self.state.progress
+        self.time.add("preparation (data, model)", self.clock() - self.counted_from)
         batches = self.batches(progress.epoch, progress.position, cfg.max_epochs, progress.one_way_from)
         self.train_model.train()
-
-        def elapsed() -> float:
-            return progress.elapsed + self.clock() - started
-
-        attention_every = cfg.eval_every if cfg.attention_every is None else cfg.attention_every
-        if ddp.is_main and attention_every > 0 and progress.step == 0:
-            with self.time.on(ATTENTION):
-                self.log_attention()  # the untrained maps: where the step slider of the ATTENTION tab starts
-        bar = ProgressBar(self.cfg.budget_seconds, cfg.max_steps, progress.step, elapsed(), enabled=ddp.is_main)
-        last_plan = (progress.step, elapsed())  # where the speed of the next plan is measured from
-        log_loss = log_tokens = 0.0
-        log_time = self.clock()
+        if self.attention_every > 0 and progress.step == 0:
+            self.attention_maps()  # the untrained maps: where the step slider of the ATTENTION tab starts
+        bar = ProgressBar(cfg.budget_seconds, cfg.max_steps, progress.step, self.elapsed(), enabled=self.ddp.is_main)
+        self.last_plan = (progress.step, self.elapsed())  # where the speed of the next plan is measured from
+        window = LogWindow(since=self.clock())
         with StopOnSignal() as stop:
             while progress.step < self.last_step():
-                if ddp.any(stop.signum is not None):
-                    progress.elapsed, started = elapsed(), self.clock()
-                    with self.time.on(CHECKPOINTS):
-                        path = self.save()
-                    bar.close()
-                    raise Interrupted(stop.signum or signal.SIGTERM, progress.step, path)  # SIGTERM: another rank's
-                if ddp.any(elapsed() > self.cfg.budget_seconds):
-                    log.info(
-                        "time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
-                        cfg.max_minutes,
-                        cfg.reserve_minutes,
-                        progress.step,
-                    )
+                self.stop_if_signalled(stop, bar)
+                if self.out_of_time():
                     break
                 if self.one_way_now():
                     batches = self.batches(progress.epoch, 0, cfg.max_epochs, progress.one_way_from)
@@ -370,63 +363,110 @@ class Trainer:
                 if not group:
                     log.info("reached max_epochs=%d", cfg.max_epochs)
                     break
-                lr, loss, tokens = self.step([batch for _, _, batch in group])
-                progress.step += 1
-                progress.epoch, progress.position = group[-1][0], group[-1][1]
-                bar.advance(progress.step, elapsed())
-                log_loss += loss
-                log_tokens += tokens
-
-                if ddp.is_main and progress.step % cfg.log_every == 0:
-                    tok_s = log_tokens / max(self.clock() - log_time, 1e-9)
-                    for tag, value in (
-                        ("train/loss", log_loss / cfg.log_every),
-                        ("train/lr", lr),
-                        ("train/grad_norm", self.last_grad_norm),
-                        ("train/tokens_per_sec", tok_s),
-                    ):
-                        self.writer.add_scalar(tag, value, progress.step)
-                    bar.show(
-                        step=progress.step,
-                        loss=f"{log_loss / cfg.log_every:.3f}",
-                        lr=f"{lr:.2e}",
-                        tok_s=f"{tok_s:.0f}",
-                        epoch=progress.epoch,
-                    )
-                    log_loss = log_tokens = 0.0
-                    log_time = self.clock()
-
-                evaluate_now = progress.step % cfg.eval_every == 0
-                checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
-                attention_now = attention_every > 0 and progress.step % attention_every == 0
-                if ddp.is_main and evaluate_now:  # both restore the training mode they found
-                    with self.time.on("validation"):
-                        self.evaluate()
-                if ddp.is_main and attention_now:
-                    with self.time.on(ATTENTION):
-                        self.log_attention()
-                if (
-                    evaluate_now
-                    and self.state.schedule.kind == "linear"
-                    and cfg.max_minutes is not None
-                    and self.state.schedule.warmup_steps <= progress.step < self.last_step()
-                ):
-                    # every rank plans from rank 0's clock, so that all stop at the same step
-                    now = ddp.broadcast(elapsed())
-                    self.plan_schedule(now, last_plan)
-                    last_plan = (progress.step, now)
-                if checkpoint_now:
-                    progress.elapsed, started = elapsed(), self.clock()
-                    with self.time.on(CHECKPOINTS):
-                        self.save()
-                if evaluate_now or checkpoint_now or attention_now:
-                    ddp.barrier()
-                    log_time = self.clock()  # evaluation time is not training throughput
+                self.train_on(group, bar, window)
+                self.after_step(window)
         bar.close()
-        if ddp.is_main and attention_every > 0 and progress.step % attention_every != 0:
-            with self.time.on(ATTENTION):
-                self.log_attention()  # the last step's maps too: the end of the ATTENTION tab's step slider
-        progress.elapsed, started = elapsed(), self.clock()
+        if self.attention_every > 0 and progress.step % self.attention_every != 0:
+            self.attention_maps()  # the last step's maps too: the end of the ATTENTION tab's step slider
+        self.count_time()
         if self.saved_step != progress.step:
             with self.time.on(CHECKPOINTS):
                 self.save()
+
+    # The phases of fit, in the order a step meets them.
+
+    def elapsed(self) -> float:
+        """Seconds of the whole run so far: its earlier sessions' (progress.elapsed) and this one's."""
+        return self.state.progress.elapsed + self.clock() - self.counted_from
+
+    def count_time(self) -> None:
+        """Move this session's seconds so far into progress.elapsed, which a checkpoint saves."""
+        self.state.progress.elapsed, self.counted_from = self.elapsed(), self.clock()
+
+    @property
+    def attention_every(self) -> int:
+        """Steps between attention maps (0: never)."""
+        return self.cfg.eval_every if self.cfg.attention_every is None else self.cfg.attention_every
+
+    def attention_maps(self) -> None:
+        if self.ddp.is_main:  # restores the training mode it found
+            with self.time.on(ATTENTION):
+                self.log_attention()
+
+    def stop_if_signalled(self, stop: StopOnSignal, bar: ProgressBar) -> None:
+        """After SIGINT or SIGTERM on any rank: save, and raise Interrupted."""
+        if self.ddp.any(stop.signum is not None):
+            self.count_time()
+            with self.time.on(CHECKPOINTS):
+                path = self.save()
+            bar.close()
+            raise Interrupted(stop.signum or signal.SIGTERM, self.state.progress.step, path)  # SIGTERM: another rank's
+
+    def out_of_time(self) -> bool:
+        if not self.ddp.any(self.elapsed() > self.cfg.budget_seconds):
+            return False
+        log.info(
+            "time budget of %.1f minutes (%.1f kept for the final evaluation) reached at step %d",
+            self.cfg.max_minutes,
+            self.cfg.reserve_minutes,
+            self.state.progress.step,
+        )
+        return True
+
+    def train_on(self, group: list[tuple[int, int, Batch]], bar: ProgressBar, window: LogWindow) -> None:
+        """One optimizer step on `group` ((epoch, position, batch) each), counted, and logged
+        every log_every steps."""
+        progress = self.state.progress
+        lr, loss, tokens = self.step([batch for _, _, batch in group])
+        progress.step += 1
+        progress.epoch, progress.position = group[-1][0], group[-1][1]
+        bar.advance(progress.step, self.elapsed())
+        window.loss += loss
+        window.tokens += tokens
+        if self.ddp.is_main and progress.step % self.cfg.log_every == 0:
+            tok_s = window.tokens / max(self.clock() - window.since, 1e-9)
+            for tag, value in (
+                ("train/loss", window.loss / self.cfg.log_every),
+                ("train/lr", lr),
+                ("train/grad_norm", self.last_grad_norm),
+                ("train/tokens_per_sec", tok_s),
+            ):
+                self.writer.add_scalar(tag, value, progress.step)
+            bar.show(
+                step=progress.step,
+                loss=f"{window.loss / self.cfg.log_every:.3f}",
+                lr=f"{lr:.2e}",
+                tok_s=f"{tok_s:.0f}",
+                epoch=progress.epoch,
+            )
+            window.loss = window.tokens = 0.0
+            window.since = self.clock()
+
+    def after_step(self, window: LogWindow) -> None:
+        """What falls due after a step: validation, attention maps, a new plan of the schedule,
+        a checkpoint; then the ranks meet."""
+        cfg, progress, ddp = self.cfg, self.state.progress, self.ddp
+        evaluate_now = progress.step % cfg.eval_every == 0
+        checkpoint_now = progress.step % (cfg.checkpoint_every or cfg.eval_every) == 0
+        attention_now = self.attention_every > 0 and progress.step % self.attention_every == 0
+        if ddp.is_main and evaluate_now:  # restores the training mode it found
+            with self.time.on("validation"):
+                self.evaluate()
+        if attention_now:
+            self.attention_maps()
+        if (
+            evaluate_now
+            and self.state.schedule.kind == "linear"
+            and cfg.max_minutes is not None
+            and self.state.schedule.warmup_steps <= progress.step < self.last_step()
+        ):
+            now = ddp.broadcast(self.elapsed())  # every rank plans from rank 0's clock, so that all stop at one step
+            self.plan_schedule(now, self.last_plan)
+            self.last_plan = (progress.step, now)
+        if checkpoint_now:
+            self.count_time()
+            with self.time.on(CHECKPOINTS):
+                self.save()
+        if evaluate_now or checkpoint_now or attention_now:
+            ddp.barrier()
+            window.since = self.clock()  # evaluation time is not training throughput

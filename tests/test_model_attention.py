@@ -1,4 +1,5 @@
-"""Our attention against PyTorch's reference implementations, and its invariants."""
+"""model/attention.py: our attention against PyTorch's reference implementations, and its
+invariants (the masks it takes: test_masks.py)."""
 
 import pytest
 import torch
@@ -56,11 +57,6 @@ def test_weights_sum_to_one_and_masked_entries_are_exactly_zero():
     assert (weights.triu(diagonal=1) == 0).all(), "decoder self-attention must be lower-triangular"
 
 
-def test_causal_mask_offset_for_incremental_decoding():
-    assert torch.equal(causal_mask(1, 4), torch.ones(1, 4, dtype=torch.bool))
-    assert torch.equal(causal_mask(2, 4), torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool))
-
-
 def copy_into_torch_mha(ours: MultiHeadAttention, d_model: int, n_heads: int) -> nn.MultiheadAttention:
     ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
     with torch.no_grad():
@@ -75,18 +71,18 @@ def copy_into_torch_mha(ours: MultiHeadAttention, d_model: int, n_heads: int) ->
 def test_multi_head_attention_matches_torch(kind):
     torch.manual_seed(2)
     d_model, n_heads = 32, 4
-    ours = MultiHeadAttention(d_model, n_heads).eval()
+    ours = MultiHeadAttention(d_model, n_heads, cross=kind == "cross").eval()
     ref = copy_into_torch_mha(ours, d_model, n_heads)
     src_tokens = random_padded_tokens(3, 9, seed=2)
     memory = torch.randn(3, 9, d_model)
     x = memory if kind != "cross" else torch.randn(3, 5, d_model)
     if kind == "causal_self":
         mask = causal_mask(9, 9)
-        out, w = ours(x, x, mask)
+        out, w = ours(x, mask=mask)
         ref_out, ref_w = ref(x, x, x, attn_mask=~mask, average_attn_weights=False)
     else:
         mask = padding_mask(src_tokens, 0)
-        out, w = ours(x, memory, mask)
+        out, w = ours(x, memory, mask) if kind == "cross" else ours(x, mask=mask)  # self: x is memory
         ref_out, ref_w = ref(
             x, memory, memory, key_padding_mask=~padding_mask(src_tokens, 0)[:, 0, 0], average_attn_weights=False
         )
@@ -99,7 +95,7 @@ def test_queries_in_groups_attend_to_their_shared_keys_as_torch_does_with_copies
     source) equals torch's attention given each query row its own copy of the keys and values."""
     torch.manual_seed(4)
     d_model, n_heads, groups = 32, 4, 3
-    ours = MultiHeadAttention(d_model, n_heads).eval()
+    ours = MultiHeadAttention(d_model, n_heads, cross=True).eval()
     ref = copy_into_torch_mha(ours, d_model, n_heads)
     src_tokens = random_padded_tokens(2, 9, seed=4)
     memory = torch.randn(2, 9, d_model)
@@ -118,15 +114,31 @@ def test_queries_in_groups_attend_to_their_shared_keys_as_torch_does_with_copies
 
 
 def test_self_attention_one_matmul_equals_separate_projections():
-    """Self-attention projects Q, K, V with one matmul; the cross-attention path (separate
-    query and key/value inputs) must give the same result on the same input."""
+    """Self-attention projects Q, K, V with one matmul; a cross-attention module with the same
+    weights (separate query and key/value projections) given the same sequence twice must give
+    the same result."""
     torch.manual_seed(3)
-    ours = MultiHeadAttention(32, 4).eval()
+    self_attention = MultiHeadAttention(32, 4).eval()
+    cross_attention = MultiHeadAttention(32, 4, cross=True).eval()
+    cross_attention.load_state_dict(self_attention.state_dict())
     x = torch.randn(2, 7, 32)
-    fused_out, fused_w = ours(x, x)
-    split_out, split_w = ours(x, x.clone())
+    fused_out, fused_w = self_attention(x)
+    split_out, split_w = cross_attention(x, x.clone())
     torch.testing.assert_close(fused_out, split_out)
     torch.testing.assert_close(fused_w, split_w)
+
+
+def test_a_module_is_self_or_cross_attention_as_built():
+    """Self-attention attends over its query alone and refuses a second sequence; cross-attention
+    needs the encoder's output."""
+    torch.manual_seed(5)
+    module = MultiHeadAttention(32, 4).eval()
+    x, memory = torch.randn(2, 7, 32), torch.randn(2, 9, 32)
+    assert module(x)[0].shape == (2, 7, 32)
+    with pytest.raises(AssertionError, match="give no key_value"):
+        module(x, memory)
+    with pytest.raises(AssertionError, match="encoder's output"):
+        MultiHeadAttention(32, 4, cross=True)(x)
 
 
 def test_recorded_steps_are_the_computation_of_the_returned_weights_and_output():

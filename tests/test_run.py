@@ -2,11 +2,15 @@
 
 import json
 import os
+import shlex
+import subprocess
 
 import torch
 
 from helpers import TOY_DATA, run_train, scalars
+from helpers.commands import ROOT
 from inference.checkpoint import average_checkpoints, load_checkpoint, load_for_inference
+from training.run import next_commands
 from utils.checkpoint_files import step_checkpoints
 
 
@@ -125,3 +129,35 @@ def test_checkpoint_is_self_contained(ci_run):
     assert set(checkpoint["train_state"]) == {"optimizer", "scheduler", "progress", "rng"}
     assert checkpoint["model_config"]["eos_id"] == tokenizer.eos_id and checkpoint["model_config"]["unk_id"] == 1
     assert checkpoint["train_state"]["progress"]["step"] == 240
+
+
+def test_a_run_in_runs_becomes_runs_latest_and_ends_with_the_commands_to_use_it(tmp_path):
+    """runs/latest moves from the run before to the new one as it starts; the log's last lines
+    are the commands to translate with the run, watch it and export it, and they run as printed
+    (TensorBoard's is a server: the README's test runs it), as does -c runs/latest."""
+    runs = tmp_path / "runs"
+    (runs / "before").mkdir(parents=True)
+    (runs / "latest").symlink_to("before")
+    run_dir = runs / "2026-11-27_10-00-00"
+    short = ["train.max_steps=10", "train.eval_every=10", "train.head_importance=false", "train.attention_every=0"]
+    run_train(run_dir, "experiment=ci", *TOY_DATA, *short, f"data.cache_dir={tmp_path / 'cache'}")
+    assert os.readlink(runs / "latest") == run_dir.name  # relative: the runs folder may move
+    translate, tensorboard, export = next_commands(run_dir, "de", "en")
+    assert (run_dir / "train.log").read_text(encoding="utf-8").splitlines()[-3:] == [
+        f"  {translate}",
+        f"  {tensorboard}",
+        f"  {export}",
+    ]
+    assert str(run_dir) in tensorboard and "Ein Hund rennt durch den Schnee." in shlex.split(translate)
+
+    def run(line: str, *replace: tuple[str, str]) -> str:
+        words = shlex.split(line)
+        for old, new in replace:
+            words = [new if word == old else word for word in words]
+        return subprocess.run(words, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+    translation = run(translate)
+    assert translation.strip() and run(translate, (str(run_dir), str(runs / "latest"))) == translation
+    run(export, ("exports/de-en", str(tmp_path / "export")))  # not into the checkout's exports/
+    assert (tmp_path / "export" / "model.bin").is_file()
+    assert next_commands(run_dir, "xx", "en")[0].endswith(shlex.quote(str(run_dir)))  # no example: a prompt

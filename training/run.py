@@ -7,6 +7,7 @@ vocabulary sizes and special ids.
 import dataclasses
 import logging
 import os
+import shlex
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -29,6 +30,43 @@ from utils.device import choose_precision, pick_device, usable_cores
 from utils.errors import UserError
 
 log = logging.getLogger("train")
+
+LATEST = "latest"  # runs/latest: the newest run folder of runs/
+EXAMPLES = {  # a sentence to translate in each language Multi30k has, for the commands a run ends with
+    "de": "Ein Hund rennt durch den Schnee.",
+    "en": "A dog runs through the snow.",
+    "fr": "Un chien court dans la neige.",
+    "cs": "Pes běží sněhem.",
+}
+
+
+def mark_latest(run_dir: Path) -> None:
+    """Point runs/latest at `run_dir` where it lies in a folder named runs (the default,
+    runs/DATE_TIME), so that `-c runs/latest` and `--logdir runs/latest` name the newest run. The
+    link is replaced in one step: a reader never finds it missing."""
+    if run_dir.parent.name != "runs" or run_dir.name == LATEST:
+        return
+    link, temporary = run_dir.parent / LATEST, run_dir.parent / f".{LATEST}.{os.getpid()}"
+    try:
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(run_dir.name, target_is_directory=True)  # relative: the runs folder may move
+        os.replace(temporary, link)
+    except OSError as e:  # no symlinks here (some Windows setups), or a folder of that name: the run's own name works
+        log.warning("%s not pointed at this run: %s", link, e)
+
+
+def next_commands(run_dir: Path, src_lang: str, tgt_lang: str) -> list[str]:
+    """The commands to translate with a finished run, watch it in TensorBoard and export it,
+    its folder filled in (README: "Translating", "Watching attention learn", "Exporting")."""
+    venv = Path(".venv/bin")
+    python, tensorboard = ((f"{venv}/{name}" if (venv / name).exists() else name) for name in ("python", "tensorboard"))
+    folder = shlex.quote(str(run_dir))
+    example = f" {shlex.quote(EXAMPLES[src_lang])}" if src_lang in EXAMPLES else ""  # else: typed at a prompt
+    return [
+        f"{python} translate.py -c {folder}{example}",
+        f"{tensorboard} --logdir {folder}",
+        f"{python} export.py -c {folder} exports/{src_lang}-{tgt_lang}",
+    ]
 
 
 def model_config_for(model: TransformerConfig, tokenizer: Tokenizer) -> TransformerConfig:
@@ -110,6 +148,8 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
     # rank 0 works alone while the others wait (validation, attention maps): never for longer
     # than the run may last, so that is what a wait may take, an hour at least
     ddp = Distributed(device, timeout=timedelta(minutes=max(60, run.train.max_minutes or 0)))
+    if ddp.is_main:
+        mark_latest(run_dir)
     try:
         torch.set_num_threads(run.train.threads or max(1, usable_cores() // ddp.world_size))
         # rank 0 builds the caches (tokenizer, tokenized splits); the others then read them
@@ -146,6 +186,11 @@ def train(cfg: DictConfig | RunConfig, run_dir: Path, clock: Callable[[], float]
             )
             # the other ranks leave now rather than wait in a collective for the report, which
             # may take long (head importance, a large model's beam search on the test sets)
-            return trainer.finish() if ddp.is_main else {}
+            if not ddp.is_main:
+                return {}
+            results = trainer.finish()
+            commands = next_commands(run_dir, run.data.src_lang, run.data.tgt_lang)
+            log.info("what next, with this run:\n%s", "\n".join(f"  {command}" for command in commands))
+            return results
     finally:
         ddp.close()

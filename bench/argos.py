@@ -15,12 +15,16 @@ paragraphs of 1-6 test lines (precision and recall of the boundaries), and cased
 - argostranslate.translate.translate, a sentence a call (as LibreTranslate calls it), with its
   default threads and with ARGOS_INTER_THREADS=2 ARGOS_INTRA_THREADS=1;
 - LibreTranslate's POST /translate, one client a sentence after another and 8 clients at once,
-  with argos's default threads and with the two settings above.
+  with argos's default threads and with the two settings above;
+- LibreTranslate's format=html, as web pages and browser extensions use it (each text node is
+  translated alone): every test sentence in <p> with its second word in <b>, counted for loops
+  (inference/robustness.py) in the text without its tags, and "<p>Ein <b>Hund</b> rennt.</p>".
 Writes bench/results/argos.json with the commit and CPU.
 """
 
 import argparse
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -39,6 +43,7 @@ from minisbd import SBDetect  # noqa: E402
 from bench.common import RESULTS, ROOT, checkpoint_and_split, write_result  # noqa: E402
 from inference import load_translator  # noqa: E402
 from inference.argos_package import offline_environ  # noqa: E402
+from inference.robustness import loops  # noqa: E402
 from inference.scoring import score_translations  # noqa: E402
 from inference.sentence_splitter import boundary_scores  # noqa: E402
 
@@ -59,11 +64,23 @@ print(json.dumps({{"seconds": time.perf_counter() - start, "translations": out}}
 """
 
 
-def post(url: str, text: str, src: str, tgt: str) -> str:
-    body = json.dumps({"q": text, "source": src, "target": tgt, "format": "text"}).encode()
+def post(url: str, text: str, src: str, tgt: str, form: str = "text") -> str:
+    body = json.dumps({"q": text, "source": src, "target": tgt, "format": form}).encode()
     request = urllib.request.Request(f"{url}/translate", data=body, headers={"Content-Type": "application/json"})
     with LOCAL.open(request, timeout=300) as answer:
         return json.loads(answer.read())["translatedText"]
+
+
+def tagged(sentence: str) -> str:
+    """The sentence as a web page holds it: in <p>, its second word in <b>."""
+    words = sentence.split(" ")
+    if len(words) > 2:
+        words[1] = f"<b>{words[1]}</b>"
+    return "<p>" + " ".join(words) + "</p>"
+
+
+def without_tags(html: str) -> str:
+    return re.sub(r"<[^>]+>", "", html)
 
 
 def serve(environment: Path, env: dict[str, str], port: int, src: str, tgt: str, log: Path) -> subprocess.Popen:
@@ -172,6 +189,15 @@ def main() -> None:
                         out = list(pool.map(partial(post, url, src=src, tgt=tgt), sources))
                     what = "one client, a sentence after another" if clients == 1 else "8 clients at once"
                     record(f"LibreTranslate POST /translate, {what}, {name}", out, time.perf_counter() - start)
+                if name == next(iter(THREADS)):  # the threads do not change what comes back
+                    pages = [tagged(source) for source in sources]
+                    out = [without_tags(post(url, page, src, tgt, "html")) for page in pages]
+                    html = "LibreTranslate format=html, a word of each sentence in <b>"
+                    results[html] = {"loops": loops([without_tags(page) for page in pages], out), "pages": len(pages)}
+                    if src == "de":
+                        example = "<p>Ein <b>Hund</b> rennt.</p>"
+                        results[html]["example"] = {example: post(url, example, src, tgt, "html")}
+                    print(f"{html}: {results[html]}", flush=True)
             except urllib.error.HTTPError as e:
                 said = e.read().decode(errors="replace")[:500]
                 sys.exit(

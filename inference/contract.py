@@ -81,11 +81,18 @@ def sentence_case(text: str) -> str:
     return lower[:first] + lower[first : first + 1].upper() + lower[first + 1 :]
 
 
+def sentence_parts(line: str, lang: str) -> list[str]:
+    """`line`'s sentences, each with the spacing that follows it (sentencex: Wikimedia's
+    rule-based segmenter); a blank line is its one part."""
+    from sentencex import segment  # compiled, quick; only where lines are split
+
+    return list(segment(lang, line)) if line.strip() else [line]
+
+
 def by_sentence(
     lines: Sequence[str], lang: str, nbest_of: Callable[[list[str]], list[list[tuple[str, float]]]]
 ) -> list[list[tuple[str, float]]]:
-    """Each line split into its sentences (sentencex: Wikimedia's rule-based segmenter, which
-    keeps the spacing after each sentence), all the sentences searched together by `nbest_of`,
+    """Each line split into its sentences (`sentence_parts`), all the sentences searched together by `nbest_of`,
     and each line put back: its i-th best is its sentences' i-th best (a sentence's last where it
     has fewer) joined with the line's own spacing, scored by the sum of their scores. A line of
     one sentence is translated as it is.
@@ -94,9 +101,7 @@ def by_sentence(
     are upper-cased: a model that learnt from captions in sentence case (and a vocabulary with
     next to no pieces in capitals: a shouted sentence is ~4x the pieces) turns capitals into
     loops, and the data cannot cheaply teach it otherwise (docs/recipe_search.md)."""
-    from sentencex import segment  # compiled, quick; only where lines are split
-
-    parts = [list(segment(lang, line)) if line.strip() else [line] for line in lines]
+    parts = [sentence_parts(line, lang) for line in lines]
     sentences = [part.strip() for line in parts for part in line]
     loud = [shouted(sentence) for sentence in sentences]
     found = nbest_of([sentence_case(s) if capitals else s for s, capitals in zip(sentences, loud)])

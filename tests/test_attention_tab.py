@@ -176,6 +176,25 @@ def test_a_typed_sentence_gets_what_translate_py_gives_for_it(plugin, ci_run):
     np.testing.assert_allclose(maps["layers"][1], expected.maps["cross"][1].numpy(), atol=1e-3)
 
 
+def test_several_typed_sentences_are_split_as_translate_py_splits_them(plugin, ci_run):
+    """A paragraph typed into the tab: each of its sentences translated alone and shown as a
+    probe of its own, in order, each the maps of that sentence alone; translate.py's line is
+    those translations joined."""
+    from helpers import run_script
+    from inference import load_translator
+
+    first, second = "Ein Hund rennt.", "Zwei Männer stehen im Schnee."
+    status, body = get(plugin, "/sentences", run=".", checkpoint="best", text=f"{first}  {second}")
+    assert status == 200
+    assert [typed["source"] for typed in body["sentences"]] == [first, second]
+    printed = run_script("translate.py", "-c", ci_run, f"{first}  {second}").stdout.strip()
+    assert "  ".join(typed["translation"] for typed in body["sentences"]) == printed
+    [expected] = load_translator(ci_run).attention([second])
+    status, maps = get(plugin, "/maps", run=".", checkpoint="best", text=f"{first}  {second}", probe="1", kind="cross")
+    assert status == 200
+    np.testing.assert_allclose(maps["layers"][0], expected.maps["cross"][0].numpy(), atol=1e-3)
+
+
 def test_a_rewritten_checkpoint_is_never_shown_as_the_one_that_translated(ci_run, tmp_path):
     """Training rewrites best.pt under the same name: a typed sentence asked again gets the new
     file's maps, a request naming the old version the old ones (kept) or a 409, never a mix."""

@@ -1,5 +1,7 @@
 """Your own sentence in the ATTENTION tab: translated with a checkpoint of the run, in
-TensorBoard's process, into the same maps and values as a stored evaluation.
+TensorBoard's process, into the same maps and values as a stored evaluation. Several sentences
+typed at once are split as translate.py splits a line (inference/contract.py's sentence_parts)
+and each is translated and shown alone, as the probes of an evaluation are.
 
 A checkpoint is known by its identity, its path with the modification time and size of the file
 (`identity`): training rewrites best.pt under the same name, and a result of the old file must
@@ -17,7 +19,7 @@ from pathlib import Path
 from utils.errors import UserError
 from viz.attention_store import StoredStep, in_memory
 
-MAX_PIECES = 100  # a sentence, not a document: keeps one request well under a second
+MAX_PIECES = 100  # a few sentences, not a document: keeps one request well under a second
 KEEP_BYTES = 256 * 2**20  # kept results' arrays (float16): 8 typed sentences of a base model, hundreds of small ones
 
 
@@ -72,9 +74,13 @@ class TypedSentences:
             translator = self._translator(key[:2])
             pieces = len(translator.tokenizer.encode_src([text])[0])
             if pieces > MAX_PIECES:
-                raise TypedError(f"the sentence has {pieces} pieces; at most {MAX_PIECES} are translated here")
-            [attention] = translator.attention([text], inside=True)
-            if attention is None:
+                raise TypedError(f"the text has {pieces} pieces; at most {MAX_PIECES} are translated here")
+            from inference.contract import sentence_parts  # torch: only once a sentence is typed
+
+            lang = translator.split_lang  # the source language (load_translator's split_sentences)
+            sentences = [part.strip() for part in sentence_parts(text, lang)] if lang else [text]
+            attentions = [a for a in translator.attention(sentences, inside=True) if a is not None]
+            if not attentions:
                 raise TypedError(
                     "the sentence has no pieces the model reads (only spaces or characters the tokenizer drops)"
                 )
@@ -83,7 +89,7 @@ class TypedSentences:
                 raise TypedError(
                     f"checkpoint {checkpoint.name} was being rewritten (training goes on): translate it again", 409
                 )
-            stored = self._results[key] = in_memory([attention])
+            stored = self._results[key] = in_memory(attentions)
             self._bytes += stored_bytes(stored)
             while self._bytes > KEEP_BYTES and len(self._results) > 1:  # the newest always stays
                 self._bytes -= stored_bytes(self._results.popitem(last=False)[1])

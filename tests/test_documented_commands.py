@@ -91,7 +91,7 @@ COMMANDS: dict[str, Command] = {
     "make lint": Command(kind="ci"),
     "make train": Command(short=SHORT, check="test_2016_flickr: BLEU"),
     'make train ARGS="experiment=ci"': Command(short=SHORT, check="test_2016_flickr: BLEU"),
-    '.venv/bin/python translate.py -c runs/RUN "Ein Mann fährt Fahrrad."': Command(needs=RUN_NEEDS),
+    '.venv/bin/python translate.py -c runs/latest "Ein Mann fährt Fahrrad."': Command(needs=("latest",)),
     ".venv/bin/tensorboard --logdir runs": Command(needs=RUN_NEEDS, kind="server"),
     "make install": Command(),
     "python train.py": Command(short=SHORT, check="test_2016_flickr: BLEU"),
@@ -142,6 +142,8 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python translate.py -c runs/RUN/checkpoints/best.pt -i sentences.de -o sentences.en": Command(
         needs=("run", "sentences.de")
     ),
+    ".venv/bin/python translate.py -c runs/RUN -i sentences.de -o sentences.en": Command(needs=("run", "sentences.de")),
+    '.venv/bin/python translate.py -c runs/RUN --show-attention "Ein Hund rennt."': Command(needs=RUN_NEEDS),
     ".venv/bin/python translate.py -c runs/RUN --greedy -n 1 --batch-size 128 -i sentences.de": Command(
         needs=("run", "sentences.de")
     ),
@@ -221,8 +223,6 @@ COMMANDS: dict[str, Command] = {
     '--set "d_model=192 d_ff=384"': Command(
         short=SHORT_SPEED_AS_GIVEN, check="[tcmalloc] minitrans bf16", machine=("bf16", "tcmalloc")
     ),
-    'make train ARGS="data=files data.train=$MULTI30K_DIR/train data.val=$MULTI30K_DIR/val '
-    'data.test=[$MULTI30K_DIR/test_2016_flickr] data.src_lang=en data.tgt_lang=de"': Command(short=SHORT),
     # the English-German run the decoding benchmark and the typed-sentence timing read: with attention
     EN_DE: Command(short=RUN_SHORT),
     # the recipe search
@@ -263,6 +263,9 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="experiment=proxy hydra.run.dir=runs/proxy_base"': Command(short=SHORT),
     'make train ARGS="experiment=proxy data.augment.upper=0.07 data.augment.title=0.05 data.augment.lower=0.1 '
     'data.augment.no_final_punct=0.15 data.augment.merge=0.1 hydra.run.dir=runs/proxy_augment"': Command(short=SHORT),
+    'make train ARGS="experiment=proxy data.augment.lower=0.1 data.augment.no_final_punct=0.15 '
+    "data.augment.fragment=0.2 train.reserve_minutes=1.5 train.robustness=false "
+    'hydra.run.dir=runs/proxy_fragments"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/proxy_base": Command(
         short="--sentences 12", needs=("proxy_base",), check="single words"
     ),
@@ -282,6 +285,19 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/data_prep.py": Command(short="--pairs 20000", multi30k=True),
     ".venv/bin/python bench/typed_sentence.py --logdir runs --run en-de": Command(
         short="-n 2", needs=("en-de",), check="to the inside view"
+    ),
+    ".venv/bin/python bench/plain_and_fast.py -c runs/RUN": Command(
+        short="--sentences 5 --steps 2 --rounds 1 --vocab-size 360", needs=RUN_NEEDS, check="beam search"
+    ),
+    # the reading guide
+    'make train ARGS="model=compact model.plain=true"': Command(short=SHORT, check="test_2016_flickr: BLEU"),
+    'make train ARGS="experiment=robust hydra.run.dir=runs/hour_fragments"': Command(short=SHORT),
+    'make train ARGS="experiment=robust"': Command(short=SHORT, check="robustness, single words"),
+    '.venv/bin/python -m analysis.formulas -c runs/RUN "Ein Hund rennt durch den Schnee."': Command(
+        needs=RUN_NEEDS, check="== decoding =="
+    ),
+    '.venv/bin/python docs/screenshots.py --logdir runs --run RUN "Ein Hund rennt durch den Schnee."': Command(
+        needs=RUN_NEEDS, check="guide_tab_inside.png"
     ),
 }
 PYTHON_BLOCKS = ("translating.md",)  # docs whose ```python blocks run too (the Python API)
@@ -375,8 +391,12 @@ class Checkout:
         if what == "run":  # the documented `make train`, short; the docs' names for the recipe run point at it
             before = set((self.root / "runs").iterdir())
             self.run(shortened("make train", RUN_SHORT))
-            [run] = set((self.root / "runs").iterdir()) - before
+            [run] = {folder for folder in set((self.root / "runs").iterdir()) - before if folder.name != "latest"}
             run.rename(self.root / "runs" / "RUN")
+        elif what == "latest":  # runs/latest, where the run made last left it
+            self.need("run")
+            (self.root / "runs" / "latest").unlink(missing_ok=True)
+            (self.root / "runs" / "latest").symlink_to("RUN")
         elif what in (
             "en-de",
             "recipe_1h",
@@ -529,7 +549,7 @@ def test_the_documented_command_runs(command, checkout, request):
     elif spec.kind == "interrupt":
         interrupt_then_continue(checkout, shortened(written, spec.short))
     else:
-        if "typed_sentence" in command and (missing := browser_missing()):
+        if ("typed_sentence" in command or "screenshots" in command) and (missing := browser_missing()):
             pytest.skip(missing)
         done = checkout.run(shortened(written, spec.short), spec.timeout, multi30k=spec.multi30k, argos=spec.argos)
         assert spec.check in done.stdout + done.stderr, done.stdout[-2000:] + done.stderr[-2000:]

@@ -141,6 +141,51 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_ca
     return hypotheses
 
 
+@dataclass
+class _Beams:
+    """What beam search carries from step to step. Row b*width + j of `history` (and of the
+    decoder's caches) is beam j of the b-th sentence still searched; a sentence's encoder output
+    is one row of `memory` that its beams share, or with the model's `plain` setting (`shared`
+    False) one row a beam, a copy moved with it."""
+
+    history: Tensor  # (n*width, t) bos and the tokens so far
+    scores: Tensor  # (n, width) each beam's log-probability
+    memory: Tensor  # (n, S, d_model), or (n*width, S, d_model) unshared
+    src_mask: Tensor  # (n, 1, 1, S), or (n*width, 1, 1, S)
+    limits: Tensor  # (n,) each sentence's most target tokens
+    active: list[int]  # the original index of each sentence still searched
+    cache: DecoderCache | None
+    shared: bool
+    width: int = 1  # beams a sentence: 1 at the start, K after the first step
+
+    def advance(self, candidates: tuple[Tensor, Tensor, Tensor], ends: Tensor, k: int) -> None:
+        """Beam search's step 2: the best K candidates that do not end in eos go on, each from
+        its parent beam's history (and cache, and with `shared` False its copy of the source)."""
+        cand_scores, cand_beam, cand_token = candidates  # (n, 2K) each
+        n, device = len(self.active), self.history.device
+        self.scores, keep = cand_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)  # (n, K)
+        origin = (cand_beam.gather(1, keep) + torch.arange(n, device=device)[:, None] * self.width).view(-1)
+        self.width = k
+        next_token = cand_token.gather(1, keep).view(-1, 1)  # (n*K, 1)
+        self.history = torch.cat([self.history.index_select(0, origin), next_token], dim=1)
+        if not self.shared:
+            self.memory, self.src_mask = self.memory.index_select(0, origin), self.src_mask.index_select(0, origin)
+        if self.cache is not None:
+            self.cache.reorder(origin, None if self.shared else origin)
+
+    def keep_only(self, live: list[int]) -> None:
+        """Beam search's step 3: the sentences of rows `live` go on, the others leave the batch."""
+        device = self.history.device
+        live_t = torch.tensor(live, device=device)
+        rows = (live_t[:, None] * self.width + torch.arange(self.width, device=device)).view(-1)
+        sources = live_t if self.shared else rows
+        self.history, self.memory, self.src_mask = self.history[rows], self.memory[sources], self.src_mask[sources]
+        self.scores, self.limits = self.scores[live_t], self.limits[live_t]
+        if self.cache is not None:
+            self.cache.reorder(rows, sources)
+        self.active = [self.active[row] for row in live]
+
+
 def _finish_ending(
     candidates: tuple[Tensor, Tensor, Tensor],
     ends: Tensor,
@@ -224,58 +269,36 @@ def beam_search(
     """
     k = min(beam_size, model.cfg.tgt_vocab_size)  # the first step has no more extensions than tokens
     n_best = min(n_best, k)
-    device = src.device
+    batch, device = src.size(0), src.device
     memory, src_mask, _ = model.encode(src)  # (B, S, d_model), (B, 1, 1, S)
-    batch = src.size(0)
     limits = _limits(max_len, batch, device)
-    # every sentence's beams sit next to each other: row b*beams + j is beam j of sentence b. The
-    # search starts from one beam a sentence (bos alone), whose best K extensions become its K beams.
-    beams = 1
-    shared = not model.cfg.plain  # one row of memory a sentence, else one a hypothesis
-    cache = model.new_cache() if use_cache else None
-    history = torch.full((batch, 1), model.cfg.bos_id, dtype=torch.long, device=device)
-    beam_scores = torch.zeros(batch, 1, device=device)
-    active = list(range(batch))  # original index of each sentence still in the batch
+    beams = _Beams(  # one beam a sentence to start from (bos alone): its best K extensions become its K beams
+        history=torch.full((batch, 1), model.cfg.bos_id, dtype=torch.long, device=device),
+        scores=torch.zeros(batch, 1, device=device),
+        memory=memory,
+        src_mask=src_mask,
+        limits=limits,
+        active=list(range(batch)),
+        cache=model.new_cache() if use_cache else None,
+        shared=not model.cfg.plain,
+    )
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-
     for step in range(int(limits.max()) + 1):
-        n = len(active)
-        at_limit = (limits <= step).repeat_interleave(beams)  # (n*beams,)
-        log_probs = _next_log_probs(model, history, memory, src_mask, cache, at_limit)  # (n*beams, V)
-        log_probs = log_probs.view(n, beams, -1)
-        count = min(2 * k, beams * log_probs.size(2))
-        candidates = best_extensions(log_probs, beam_scores, count)  # scores, beam, token: (n, 2K)
-        cand_scores, cand_beam, cand_token = candidates
-        ends = cand_token == model.cfg.eos_id
-
+        at_limit = (beams.limits <= step).repeat_interleave(beams.width)  # (n*width,)
+        log_probs = _next_log_probs(model, beams.history, beams.memory, beams.src_mask, beams.cache, at_limit)
+        log_probs = log_probs.view(len(beams.active), beams.width, -1)  # (n, width, V)
+        count = min(2 * k, beams.width * log_probs.size(2))
+        candidates = best_extensions(log_probs, beams.scores, count)  # scores, beam, token: (n, 2K)
+        ends = candidates[2] == model.cfg.eos_id
         # 1. finish the eos candidates that rank within the best K of the step
-        _finish_ending(candidates, ends, k, history, beams, length_penalty, finished, active)
-
+        _finish_ending(candidates, ends, k, beams.history, beams.width, length_penalty, finished, beams.active)
         # 2. the best K candidates that go on
-        cand_scores = cand_scores.masked_fill(ends, float("-inf"))
-        beam_scores, keep = cand_scores.topk(k, dim=1)  # (n, K)
-        origin = (cand_beam.gather(1, keep) + torch.arange(n, device=device)[:, None] * beams).view(-1)
-        beams = k
-        next_token = cand_token.gather(1, keep).view(-1, 1)
-        history = torch.cat([history.index_select(0, origin), next_token], dim=1)
-        if not shared:  # each hypothesis takes its parent's copy of the source along
-            memory, src_mask = memory.index_select(0, origin), src_mask.index_select(0, origin)
-        if cache is not None:
-            cache.reorder(origin, None if shared else origin)
-
+        beams.advance(candidates, ends, k)
         # 3. sentences that are done leave the batch
-        done = _done_rows(finished, active, beam_scores, limits, step, k, n_best, length_penalty)
+        done = _done_rows(finished, beams.active, beams.scores, beams.limits, step, k, n_best, length_penalty)
         if done:
-            live = [row for row in range(n) if row not in done]
+            live = [row for row in range(len(beams.active)) if row not in done]
             if not live:
                 break
-            live_t = torch.tensor(live, device=device)
-            rows = (live_t[:, None] * k + torch.arange(k, device=device)).view(-1)
-            sources = live_t if shared else rows
-            history, memory, src_mask = history[rows], memory[sources], src_mask[sources]
-            beam_scores, limits = beam_scores[live_t], limits[live_t]
-            if cache is not None:
-                cache.reorder(rows, sources)
-            active = [active[row] for row in live]
-
+            beams.keep_only(live)
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:n_best] for hyps in finished]

@@ -11,7 +11,7 @@ import hashlib
 import io
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from itertools import chain
 from pathlib import Path
@@ -22,6 +22,7 @@ import sentencepiece as spm
 
 from data.columns import column_lines, digest_lines
 from data.config import TokenizerConfig
+from data.word_forms import written_forms
 from utils.device import usable_cores
 from utils.errors import UserError
 from utils.files import atomic_file
@@ -31,6 +32,8 @@ if TYPE_CHECKING:  # only a type here: translate.py starts without loading datas
 
 log = logging.getLogger(__name__)
 
+FORMS_FILE = "src_forms.txt"  # the source's word forms beside the model files
+
 PAD_ID = 0
 UNK_ID = 1
 BOS_ID = 2
@@ -38,12 +41,16 @@ EOS_ID = 3
 
 
 class Tokenizer:
-    """Source and target SentencePiece models (the same one when the vocabulary is joint)."""
+    """Source and target SentencePiece models (the same one when the vocabulary is joint), and
+    how the training source writes its words (`src_forms`, data/word_forms.py; empty for a
+    tokenizer saved before they were kept)."""
 
-    def __init__(self, src_model: bytes, tgt_model: bytes) -> None:
+    def __init__(self, src_model: bytes, tgt_model: bytes, src_forms: Sequence[str] = ()) -> None:
         self.src_model, self.tgt_model = src_model, tgt_model
         self.src = spm.SentencePieceProcessor(model_proto=src_model)
         self.tgt = self.src if tgt_model == src_model else spm.SentencePieceProcessor(model_proto=tgt_model)
+        self.src_forms = list(src_forms)
+        self.src_form_of = {form.casefold(): form for form in self.src_forms}  # casefolded word -> its form
 
     @property
     def joint(self) -> bool:
@@ -90,8 +97,11 @@ class Tokenizer:
         return [self.tgt.id_to_piece(i) for i in ids]
 
     def save(self, folder: Path) -> None:
-        """Write the model file(s) next to a run, for inspection with the spm tools."""
+        """Write the model file(s) next to a run, for inspection with the spm tools, and the
+        source's word forms (FORMS_FILE, a word a line) where there are any."""
         folder.mkdir(parents=True, exist_ok=True)
+        if self.src_forms:
+            (folder / FORMS_FILE).write_text("".join(f"{form}\n" for form in self.src_forms), encoding="utf-8")
         if self.joint:
             (folder / "spm_joint.model").write_bytes(self.src_model)
         else:
@@ -176,4 +186,4 @@ def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> To
             with atomic_file(path, "wb") as file:
                 file.write(_train_model(_sentences(train, columns, cfg), cfg))
     models = [p.read_bytes() for p in paths]
-    return Tokenizer(models[0], models[-1])
+    return Tokenizer(models[0], models[-1], written_forms(column_lines(train, "src")))

@@ -39,7 +39,7 @@ def make_checkpoint(model: Transformer, tokenizer: Tokenizer, meta: dict, train_
         "version": VERSION,
         "model_config": model.cfg.to_dict(),
         "model": model.state_dict(),
-        "tokenizer": {"src": tokenizer.src_model, "tgt": tokenizer.tgt_model},
+        "tokenizer": {"src": tokenizer.src_model, "tgt": tokenizer.tgt_model, "src_forms": tokenizer.src_forms},
         "meta": meta,
     }
     if train_state is not None:
@@ -120,7 +120,8 @@ def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> 
     checkpoint = load_checkpoint(resolve_checkpoint_path(path), map_location="cpu")
     model = Transformer(TransformerConfig(**checkpoint["model_config"]))
     load_weights(model, checkpoint["model"], path)
-    tokenizer = Tokenizer(checkpoint["tokenizer"]["src"], checkpoint["tokenizer"]["tgt"])
+    saved = checkpoint["tokenizer"]
+    tokenizer = Tokenizer(saved["src"], saved["tgt"], saved.get("src_forms", ()))  # none before they were kept
     return model.to(device).eval(), tokenizer, checkpoint.get("meta", {})
 
 

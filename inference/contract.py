@@ -1,13 +1,16 @@
 """What every translator does alike, whichever engine searches: the `Translating` interface that
 translate.py, the Python API and training use, and the behaviour both engines share, written
 once here: blank in, empty out; sources cut to the model's positions and counted; length-sorted
-batches; one line per translation; a line of several sentences translated sentence by sentence
-(`LineTranslator`)."""
+batches; one line per translation; and where text comes as people type it, a line of several
+sentences translated sentence by sentence, a sentence in one case alone recased, a translation
+that loops searched again without its loop (`LineTranslator`)."""
 
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
 from data import Tokenizer
+from inference.casing import recased, shouted, uncased
+from inference.loop_guard import Hypotheses, without_loops
 from inference.search_config import SearchConfig
 
 _T = TypeVar("_T", bound="Translating")
@@ -68,19 +71,6 @@ def length_sorted_batches(sources: Sequence[Sequence], batch_size: int) -> Itera
         yield order[start : start + batch_size]
 
 
-def shouted(text: str) -> bool:
-    """Whether `text` is written in capitals alone (two letters or more, none lower-case)."""
-    letters = [c for c in text if c.isalpha()]
-    return len(letters) >= 2 and not any(c.islower() for c in letters)
-
-
-def sentence_case(text: str) -> str:
-    """`text` lower-cased but for its first letter."""
-    lower = text.lower()
-    first = next((i for i, c in enumerate(lower) if c.isalpha()), 0)
-    return lower[:first] + lower[first : first + 1].upper() + lower[first + 1 :]
-
-
 def sentence_parts(line: str, lang: str) -> list[str]:
     """`line`'s sentences, each with the spacing that follows it (sentencex: Wikimedia's
     rule-based segmenter); a blank line is its one part."""
@@ -90,21 +80,22 @@ def sentence_parts(line: str, lang: str) -> list[str]:
 
 
 def by_sentence(
-    lines: Sequence[str], lang: str, nbest_of: Callable[[list[str]], list[list[tuple[str, float]]]]
+    lines: Sequence[str],
+    lang: str,
+    nbest_of: Callable[[list[str]], list[list[tuple[str, float]]]],
+    recase: Callable[[str], str],
 ) -> list[list[tuple[str, float]]]:
     """Each line split into its sentences (`sentence_parts`), all the sentences searched together by `nbest_of`,
     and each line put back: its i-th best is its sentences' i-th best (a sentence's last where it
     has fewer) joined with the line's own spacing, scored by the sum of their scores. A line of
     one sentence is translated as it is.
 
-    A sentence in capitals alone is given to the model in sentence case, and its translations
-    are upper-cased: a model that learnt from captions in sentence case (and a vocabulary with
-    next to no pieces in capitals: a shouted sentence is ~4x the pieces) turns capitals into
-    loops, and the data cannot cheaply teach it otherwise (docs/recipe_search.md)."""
+    A sentence written in one case alone goes to the model `recase`d (inference/casing.py), and
+    the translations of one in capitals come back in capitals."""
     parts = [sentence_parts(line, lang) for line in lines]
     sentences = [part.strip() for line in parts for part in line]
     loud = [shouted(sentence) for sentence in sentences]
-    found = nbest_of([sentence_case(s) if capitals else s for s, capitals in zip(sentences, loud)])
+    found = nbest_of([recase(s) if capitals or uncased(s) else s for s, capitals in zip(sentences, loud)])
     found = [[(t.upper(), score) for t, score in h] if capitals else h for h, capitals in zip(found, loud)]
     results, start = [], 0
     for line in parts:
@@ -123,18 +114,45 @@ def by_sentence(
 
 
 class LineTranslator:
-    """`translate` and `translate_nbest` of lines for an engine that translates sentences
-    (`_translate`, `_nbest`): each line whole, or, where `split_lang` names the source language
-    (load_translator sets it; training's own translators leave it None), sentence by sentence
-    (`by_sentence`); and the `with` block that ends in `close()`."""
+    """`translate` and `translate_nbest` of lines for an engine that searches sentences
+    (`_translate`: best texts; `_search`: n-best pieces, suppressing what it is told): each line
+    whole, as the model reads it, or, where `split_lang` names the source language (load_translator
+    sets it; training's own translators leave it None), as people type: sentence by sentence
+    (`by_sentence`), a sentence in one case alone recased (inference/casing.py), a translation
+    that loops searched again without its loop (inference/loop_guard.py); and the `with` block
+    that ends in `close()`."""
 
     split_lang: str | None = None
+    tokenizer: Tokenizer
+    truncated: int  # sources cut to the model's max_len by the last call
 
     def _translate(self, sentences: Sequence[str], progress: Progress) -> list[str]:
         raise NotImplementedError
 
-    def _nbest(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[str, float]]]:
+    def _search(
+        self, sentences: Sequence[str], n_best: int, progress: Progress, suppress: Sequence[Sequence[str]] = ()
+    ) -> list[Hypotheses]:
+        """(target pieces, score) of each sentence's n best translations, none holding a piece
+        sequence of `suppress`; [] for a blank sentence."""
         raise NotImplementedError
+
+    def _text(self, pieces: list[str]) -> str:
+        return one_line(self.tokenizer.tgt.decode_pieces(pieces))
+
+    def _nbest(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[str, float]]]:
+        """(text, score) of each sentence's n best translations; with `split_lang` set, those that
+        loop where their sentence does not searched again without the loop."""
+        found = self._search(sentences, n_best, progress)
+        if self.split_lang is not None:
+            truncated = self.truncated  # of these sentences, not of one searched again
+            found = without_loops(
+                sentences,
+                found,
+                self._text,
+                lambda sentence, suppress: self._search([sentence], n_best, None, suppress)[0],
+            )
+            self.truncated = truncated
+        return [[(self._text(pieces), score) for pieces, score in hyps] for hyps in found]
 
     def translate(self, lines: Sequence[str], progress: Progress = None) -> list[str]:
         """One translation per line, in input order; blank input gives an empty string.
@@ -149,7 +167,12 @@ class LineTranslator:
         """(translation, score) pairs, best first, for each line; [] for a blank one."""
         if self.split_lang is None:
             return self._nbest(lines, n_best, progress)
-        return by_sentence(lines, self.split_lang, lambda sentences: self._nbest(sentences, n_best, progress))
+        return by_sentence(
+            lines,
+            self.split_lang,
+            lambda sentences: self._nbest(sentences, n_best, progress),
+            lambda sentence: recased(sentence, self.tokenizer.src, self.tokenizer.src_form_of),
+        )
 
     def close(self) -> None:
         """Let go of what the translator holds beyond memory (worker processes, a loaded engine)."""

@@ -9,7 +9,8 @@ the output projection (tied to the target embedding here; CTranslate2 stores it 
 vocabularies are the SentencePiece pieces in id order, so ids mean the same on both sides.
 
 The directory holds CTranslate2's model.bin, config.json and vocabularies, and beside them the
-SentencePiece model(s) (`spm_joint.model`, or `spm_src.model` and `spm_tgt.model`),
+SentencePiece model(s) (`spm_joint.model`, or `spm_src.model` and `spm_tgt.model`), the source's
+word forms (`src_forms.txt`, data/word_forms.py),
 `minitrans.json` (what inference/ct2_translator.py needs: languages, max_len, the special
 pieces) and a README.md model card. An Argos Translate package holds this directory whole
 (inference/argos_export.py).
@@ -24,6 +25,7 @@ import yaml
 from torch import nn
 
 from data import Tokenizer
+from data.tokenizer import FORMS_FILE
 from model import Transformer
 from utils.errors import UserError
 from utils.files import atomic_folder
@@ -236,6 +238,7 @@ def export_ctranslate2(
                 "max_len": cfg.max_len,
                 "special_pieces": special_pieces(tokenizer),
                 "spm": ["spm_joint.model"] if tokenizer.joint else ["spm_src.model", "spm_tgt.model"],
+                "src_forms": FORMS_FILE if tokenizer.src_forms else None,
                 "quantization": quantization,
                 "parameters": model.num_parameters(),
                 "shape": f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, d_model {cfg.d_model}, "

@@ -64,7 +64,9 @@ class CTranslate2Translator(LineTranslator):
         try:
             manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
             models = [(folder / name).read_bytes() for name in manifest["spm"]]
-            self.tokenizer = Tokenizer(models[0], models[-1])
+            forms = manifest.get("src_forms")  # an export written before they were kept has none
+            forms = (folder / forms).read_text(encoding="utf-8").splitlines() if forms else ()
+            self.tokenizer = Tokenizer(models[0], models[-1], forms)
             self.manifest, self.max_len, self.pieces = manifest, manifest["max_len"], manifest["special_pieces"]
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # RuntimeError: SentencePiece's
             raise UserError(
@@ -97,7 +99,9 @@ class CTranslate2Translator(LineTranslator):
         call loads it again."""
         self.engine.unload_model()
 
-    def _search(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[list[str], float]]]:
+    def _search(
+        self, sentences: Sequence[str], n_best: int, progress: Progress, suppress: Sequence[Sequence[str]] = ()
+    ) -> list[list[tuple[list[str], float]]]:
         """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
         if not self.engine.model_is_loaded:  # closed earlier
             with torch_threads(None):
@@ -113,7 +117,7 @@ class CTranslate2Translator(LineTranslator):
         # take them in turn, and none is left with a long one at the end while the others idle.
         # CTranslate2 takes one length limit a batch: its longest source's.
         chunks = list(reversed(list(length_sorted_batches(sources, search.batch_size))))
-        submitted = [self._submit([sources[i] for i in chunk], n_best, limits[chunk[-1]]) for chunk in chunks]
+        submitted = [self._submit([sources[i] for i in chunk], n_best, limits[chunk[-1]], suppress) for chunk in chunks]
         for chunk, found in zip(chunks, submitted):  # read in the order sent: about the order they finish
             for i, waiting in zip(chunk, found):
                 result = waiting.result()
@@ -128,13 +132,14 @@ class CTranslate2Translator(LineTranslator):
             if any(len(pieces) > limits[i] for pieces, _ in hyps):
                 over.setdefault(limits[i], []).append(i)
         for limit, again in over.items():
-            for i, waiting in zip(again, self._submit([sources[i] for i in again], n_best, limit)):
+            for i, waiting in zip(again, self._submit([sources[i] for i in again], n_best, limit, suppress)):
                 result = waiting.result()
                 results[i] = list(zip(result.hypotheses, result.scores))
         return results
 
-    def _submit(self, sources: list[list[str]], n_best: int, limit: int) -> list:
-        """The search of one batch of source pieces, submitted (CTranslate2's async results)."""
+    def _submit(self, sources: list[list[str]], n_best: int, limit: int, suppress: Sequence[Sequence[str]]) -> list:
+        """The search of one batch of source pieces, submitted (CTranslate2's async results);
+        no output holds a piece sequence of `suppress`."""
         search = self.search
         return self.engine.translate_batch(
             sources,
@@ -144,18 +149,9 @@ class CTranslate2Translator(LineTranslator):
             max_decoding_length=limit,
             return_scores=True,
             disable_unk=True,
-            suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]]],
+            suppress_sequences=[[self.pieces["pad"]], [self.pieces["bos"]], *map(list, suppress)],
             asynchronous=True,
         )
 
-    def _text(self, pieces: list[str]) -> str:
-        return one_line(self.tokenizer.tgt.decode_pieces(pieces))
-
     def _translate(self, sentences: Sequence[str], progress: Progress) -> list[str]:
         return [self._text(hyps[0][0]) if hyps else "" for hyps in self._search(sentences, 1, progress)]
-
-    def _nbest(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[str, float]]]:
-        return [
-            [(self._text(pieces), score) for pieces, score in hyps]
-            for hyps in self._search(sentences, n_best, progress)
-        ]

@@ -14,23 +14,14 @@ from collections.abc import Callable, Sequence
 from sacrebleu.metrics import BLEU
 
 from data.augment import without_final_punctuation
+from inference.loop_guard import has_loop
 
 Translate = Callable[[list[str]], list[str]]
 
-_REPEATED_CHARACTER = re.compile(r"(.)\1{4,}")
 _EDGES = re.compile(r"^\W+|\W+$")
 PARAGRAPH = 3  # lines joined into one paragraph
 MIN_LETTERS = 4  # words tried alone: the distinct source words of at least this many letters
 MOST_WORDS = 4  # a word alone should come out as a word or a short phrase: at most this many
-
-
-def has_loop(text: str) -> bool:
-    """Whether `text` holds a word three or more times in a row (case and the punctuation at
-    its edges aside) or a character five or more times in a row."""
-    if _REPEATED_CHARACTER.search(text):
-        return True
-    words = [_EDGES.sub("", word).lower() for word in text.split()]
-    return any(a and a == b == c for a, b, c in zip(words, words[1:], words[2:]))
 
 
 def loops(sources: Sequence[str], outputs: Sequence[str]) -> int:

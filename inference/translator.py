@@ -27,6 +27,7 @@ class Batch:
     search: SearchConfig
     n_best: int
     use_cache: bool
+    suppress: tuple[tuple[int, ...], ...] = ()  # target id sequences no translation may hold
 
     def cost(self) -> float:
         """About how long it takes to decode: sentences times the longest's pieces."""
@@ -101,16 +102,32 @@ class Translator(LineTranslator):
             src = pad(batch.sources).to(self.device)  # (B, S)
             max_len = output_limits(self.model, src, search.max_len_ratio, search.max_len_extra)  # (B,)
             if search.beam_size == 1:
-                return [[h] for h in greedy_search(self.model, src, max_len, batch.use_cache)]
+                return [[h] for h in greedy_search(self.model, src, max_len, batch.use_cache, batch.suppress)]
             return beam_search(
-                self.model, src, search.beam_size, max_len, search.length_penalty, batch.n_best, batch.use_cache
+                self.model,
+                src,
+                search.beam_size,
+                max_len,
+                search.length_penalty,
+                batch.n_best,
+                batch.use_cache,
+                batch.suppress,
             )
 
-    def find(self, src_ids: Sequence[list[int]], n_best: int = 1, progress: Progress = None) -> list[list[Hypothesis]]:
-        """The n_best hypotheses of each source id list, best first; an empty source gets none.
-        `progress(n)` is called as each batch of n sources is done."""
+    def find(
+        self,
+        src_ids: Sequence[list[int]],
+        n_best: int = 1,
+        progress: Progress = None,
+        suppress: tuple[tuple[int, ...], ...] = (),
+    ) -> list[list[Hypothesis]]:
+        """The n_best hypotheses of each source id list, best first; an empty source gets none;
+        none holds a target id sequence of `suppress`. `progress(n)` is called as each batch of
+        n sources is done."""
         chunks = list(length_sorted_batches(src_ids, self.search.batch_size))
-        batches = [Batch([src_ids[i] for i in chunk], self.search, n_best, self.use_cache) for chunk in chunks]
+        batches = [
+            Batch([src_ids[i] for i in chunk], self.search, n_best, self.use_cache, suppress) for chunk in chunks
+        ]
         done = (lambda batch: progress(len(batch.sources))) if progress else None
         if self.workers is not None and len(batches) > 1:
             found = self.workers.map(self.find_batch, batches, cost=Batch.cost, done=done)
@@ -139,11 +156,13 @@ class Translator(LineTranslator):
     def _translate(self, sentences: Sequence[str], progress: Progress) -> list[str]:
         return self.decode(self.translate_ids(self.source_ids(sentences), progress))
 
-    def _nbest(self, sentences: Sequence[str], n_best: int, progress: Progress) -> list[list[tuple[str, float]]]:
-        found = self.find(self.source_ids(sentences), n_best, progress)
-        return [
-            list(zip(self.decode([h.tokens for h in hyps]), [h.score for h in hyps])) if hyps else [] for hyps in found
-        ]
+    def _search(
+        self, sentences: Sequence[str], n_best: int, progress: Progress, suppress: Sequence[Sequence[str]] = ()
+    ) -> list[list[tuple[list[str], float]]]:
+        pieces = self.tokenizer.tgt.piece_to_id
+        banned = tuple(tuple(pieces(piece) for piece in sequence) for sequence in suppress)
+        found = self.find(self.source_ids(sentences), n_best, progress, banned)
+        return [[(self.tokenizer.tgt_pieces(h.tokens), h.score) for h in hyps] for hyps in found]
 
     def attention(
         self, sentences: Sequence[str], found: list[list[Hypothesis]] | None = None, inside: bool = False

@@ -6,9 +6,12 @@ one position's worth of decoder work instead of re-running the whole prefix. Wit
 measure what it saves.
 
 Every sentence has its own length limit (from its own source length), so a translation never
-depends on what else is in the batch. Pad, bos and unk are never produced.
+depends on what else is in the batch. Pad, bos and unk are never produced, nor any sequence the
+caller suppresses (CTranslate2's suppress_sequences: inference/loop_guard.py searches a looping
+sentence again without its loop).
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -43,20 +46,43 @@ def _limits(max_len: int | Tensor, batch: int, device: torch.device) -> Tensor:
     return torch.full((batch,), max_len, dtype=torch.long, device=device)
 
 
+def suppressed(logits: Tensor, history: Tensor, suppress: Sequence[Sequence[int]]) -> None:
+    """-inf, in place, for each token that would complete a sequence of `suppress` (N, V): its
+    last token where the row's `history` (N, t) ends with the rest of it (always, for a sequence
+    of one token), as CTranslate2's suppress_sequences."""
+    for sequence in suppress:
+        *before, last = sequence
+        if not before:
+            logits[:, last] = float("-inf")
+        elif history.size(1) > len(before):  # bos and at least len(before) tokens
+            ends_so = (history[:, -len(before) :] == history.new_tensor(before)).all(1)  # (N,)
+            logits[ends_so, last] = float("-inf")
+
+
 def _next_log_probs(
-    model: Transformer, history: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None, at_limit: Tensor
+    model: Transformer,
+    history: Tensor,
+    memory: Tensor,
+    src_mask: Tensor,
+    cache: DecoderCache | None,
+    at_limit: Tensor,
+    suppress: Sequence[Sequence[int]] = (),
 ) -> Tensor:
     """Log-probabilities (N, V) of the token after `history` (N, t), bos included.
 
-    Tokens that a translation may not contain get -inf; rows `at_limit` (N,) may only end.
-    The others keep the model's own log-probabilities (not renormalised), so a hypothesis
-    scores exactly what the model gives it.
+    Tokens that a translation may not contain get -inf; rows `at_limit` (N,) may only end. The
+    others keep the model's own log-probabilities (not renormalised), so a hypothesis scores
+    exactly what the model gives it; but for a token that would complete a sequence of
+    `suppress`, taken out before the softmax as CTranslate2 does, so that both engines search
+    alike.
     """
     if cache is not None:
         logits, _, _ = model.decode(history[:, -1:], memory, src_mask, cache)
     else:
         logits, _, _ = model.decode(history, memory, src_mask)
-    log_probs = F.log_softmax(logits[:, -1].float(), dim=-1)
+    logits = logits[:, -1].float()
+    suppressed(logits, history, suppress)  # before the softmax, as CTranslate2: the others renormalised
+    log_probs = F.log_softmax(logits, dim=-1)
     cfg = model.cfg
     log_probs[:, [cfg.pad_id, cfg.bos_id, cfg.unk_id]] = float("-inf")
     if at_limit.any():
@@ -108,12 +134,19 @@ def best_extensions(log_probs: Tensor, beam_scores: Tensor, count: int) -> tuple
 
 
 @torch.inference_mode()
-def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_cache: bool = True) -> list[Hypothesis]:
+def greedy_search(
+    model: Transformer,
+    src: Tensor,
+    max_len: int | Tensor,
+    use_cache: bool = True,
+    suppress: Sequence[Sequence[int]] = (),
+) -> list[Hypothesis]:
     """The most likely next token at every step.
 
     Args:
         src: (B, S) padded source ids.
         max_len: most target tokens (eos not counted): one int, or one per sentence (B,).
+        suppress: token sequences no translation may hold (`suppressed`).
 
     Returns:
         one hypothesis per sentence (its score is its log-probability).
@@ -127,7 +160,7 @@ def greedy_search(model: Transformer, src: Tensor, max_len: int | Tensor, use_ca
     log_prob = torch.zeros(batch, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     for step in range(int(limits.max()) + 1):
-        log_probs = _next_log_probs(model, history, memory, src_mask, cache, limits <= step)
+        log_probs = _next_log_probs(model, history, memory, src_mask, cache, limits <= step, suppress)
         token = log_probs.argmax(-1).masked_fill(finished, pad)
         log_prob += log_probs.gather(1, token[:, None])[:, 0].masked_fill(finished, 0.0)
         history = torch.cat([history, token[:, None]], dim=1)
@@ -244,6 +277,7 @@ def beam_search(
     length_penalty: float = 1.0,
     n_best: int = 1,
     use_cache: bool = True,
+    suppress: Sequence[Sequence[int]] = (),
 ) -> list[list[Hypothesis]]:
     """Batched beam search.
 
@@ -263,6 +297,7 @@ def beam_search(
         length_penalty: alpha in score = log_prob / length ** alpha (length counts eos);
             0 ranks by raw log-probability, 1 by log-probability per token.
         n_best: hypotheses returned per sentence (at most beam_size), best first.
+        suppress: token sequences no translation may hold (`suppressed`).
 
     Returns:
         for each sentence, its n_best hypotheses.
@@ -285,7 +320,7 @@ def beam_search(
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for step in range(int(limits.max()) + 1):
         at_limit = (beams.limits <= step).repeat_interleave(beams.width)  # (n*width,)
-        log_probs = _next_log_probs(model, beams.history, beams.memory, beams.src_mask, beams.cache, at_limit)
+        log_probs = _next_log_probs(model, beams.history, beams.memory, beams.src_mask, beams.cache, at_limit, suppress)
         log_probs = log_probs.view(len(beams.active), beams.width, -1)  # (n, width, V)
         count = min(2 * k, beams.width * log_probs.size(2))
         candidates = best_extensions(log_probs, beams.scores, count)  # scores, beam, token: (n, 2K)

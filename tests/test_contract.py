@@ -2,7 +2,11 @@
 sentence by sentence and put back (the engines' own behaviour: test_translator.py,
 test_ct2_export.py; translate.py's: test_translate.py)."""
 
-from inference.contract import by_sentence, sentence_case, shouted
+from inference.contract import by_sentence
+
+
+def as_typed(sentence: str) -> str:
+    return sentence
 
 
 def stub(sentences: list[str]) -> list[list[tuple[str, float]]]:
@@ -14,7 +18,7 @@ def stub(sentences: list[str]) -> list[list[tuple[str, float]]]:
 def test_a_paragraph_is_translated_sentence_by_sentence_and_joined_back_with_its_spacing():
     lines = ["Ein Hund rennt.  Zwei Katzen schlafen!\tWo ist er?", "", "Ein Satz.", "   ", "Hund"]
     given: list[list[str]] = []
-    out = by_sentence(lines, "de", lambda sentences: given.append(sentences) or stub(sentences))
+    out = by_sentence(lines, "de", lambda sentences: given.append(sentences) or stub(sentences), as_typed)
     assert given == [["Ein Hund rennt.", "Zwei Katzen schlafen!", "Wo ist er?", "", "Ein Satz.", "", "Hund"]]
     assert len(out) == len(lines)  # one result a line, in order
     assert out[0] == [
@@ -27,7 +31,7 @@ def test_a_paragraph_is_translated_sentence_by_sentence_and_joined_back_with_its
 
 def test_a_line_break_between_sentences_becomes_a_space():
     """One translation a line: a line separator (U+2028) inside a line does not end it."""
-    [out] = by_sentence(["Eins.\u2028Zwei."], "de", stub)
+    [out] = by_sentence(["Eins.\u2028Zwei."], "de", stub, as_typed)
     assert out[0][0] == "EINS. ZWEI."
 
 
@@ -35,16 +39,20 @@ def test_sentences_with_fewer_hypotheses_repeat_their_last():
     def uneven(sentences):
         return [[(s, -1.0)] if i == 0 else [(s, -1.0), (s + "?", -3.0)] for i, s in enumerate(sentences)]
 
-    [out] = by_sentence(["Eins. Zwei."], "de", uneven)
+    [out] = by_sentence(["Eins. Zwei."], "de", uneven, as_typed)
     assert out == [("Eins. Zwei.", -2.0), ("Eins. Zwei.?", -4.0)]
 
 
-def test_a_sentence_in_capitals_goes_to_the_model_in_sentence_case_and_comes_back_in_capitals():
+def test_a_sentence_in_one_case_goes_to_the_model_recased_and_capitals_come_back_in_capitals():
     given: list[list[str]] = []
     out = by_sentence(
-        ["EIN MANN FÄHRT FAHRRAD. Zwei Hunde.", "USA", "Ein Hund."], "de", lambda s: given.append(s) or stub(s)
+        ["EIN MANN FÄHRT FAHRRAD. Zwei Hunde.", "USA", "Ein Hund.", "ein hund rennt", "42"],
+        "de",
+        lambda s: given.append(s) or [[(t, -1.0)] for t in s],
+        lambda sentence: f"<{sentence}>",  # what recasing was given, marked
     )
-    assert given == [["Ein mann fährt fahrrad.", "Zwei Hunde.", "Usa", "Ein Hund."]]
-    assert out[0][0][0] == "EIN MANN FÄHRT FAHRRAD. ZWEI HUNDE." and out[1][0][0] == "USA"
-    assert shouted("3 KM!") and not shouted("A") and not shouted("Ein HUND") and not shouted("123")
-    assert sentence_case("«ÜBER ALLES»") == "«Über alles»"
+    assert given == [["<EIN MANN FÄHRT FAHRRAD.>", "Zwei Hunde.", "<USA>", "Ein Hund.", "<ein hund rennt>", "42"]]
+    assert out[0][0][0] == "<EIN MANN FÄHRT FAHRRAD.> Zwei Hunde." and out[1][0][0] == "<USA>"
+    given.clear()
+    [[(loud, _)]] = by_sentence(["EIN HUND."], "de", lambda s: given.append(s) or [[("a dog.", -1.0)]], str.title)
+    assert given == [["Ein Hund."]] and loud == "A DOG."

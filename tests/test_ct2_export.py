@@ -3,6 +3,7 @@ as ours does, through translate.py and the Python API; bad inputs are one line."
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import torch.nn.functional as F
 from data.batching import pad
 from helpers import SENTENCES, run_script, tiny_model, toy_sentences, unseen_sentences
 from inference import load_translator
+from inference.checkpoint import load_for_inference
 from inference.contract import Translating
 from inference.ct2_export import export_ctranslate2
 from inference.ct2_translator import CTranslate2Translator
@@ -110,13 +112,40 @@ def test_greedy_and_beam_translations_match_ours(exported, trained):
     assert (exported / "int8" / "model.bin").stat().st_size < 0.5 * (exported / "float32" / "model.bin").stat().st_size
 
 
-def test_the_export_has_a_model_card_and_the_tokenizer(exported):
+@pytest.mark.parametrize("beam_size", [1, 5])
+def test_both_engines_suppress_a_sequence_alike(exported, trained, beam_size):
+    """What the loop guard asks of an engine (inference/loop_guard.py): the same piece sequence
+    suppressed in ours and in CTranslate2 (its suppress_sequences) gives the same translations,
+    none holding it, and changes those that held it."""
+    model, tokenizer = trained
+    sources, search = toy_sentences()[:40], SearchConfig(beam_size=beam_size)
+    ours, theirs = Translator(model, tokenizer, search), CTranslate2Translator(exported / "float32", search)
+    before = [hyps[0][0] for hyps in ours._search(sources, 1, None)]
+    pairs = Counter(tuple(pieces[i : i + 2]) for pieces in before for i in range(len(pieces) - 1))
+    common = pairs.most_common(1)[0][0]  # the two pieces most translations hold
+    held = [i for i, pieces in enumerate(before) if _holds(pieces, common)]
+    assert len(held) >= 5
+    mine = [hyps[0][0] for hyps in ours._search(sources, 1, None, [common])]
+    yours = [hyps[0][0] for hyps in theirs._search(sources, 1, None, [common])]
+    assert not any(_holds(pieces, common) for pieces in mine + yours)
+    assert all(mine[i] != before[i] for i in held) and sum(a == b for a, b in zip(mine, yours)) >= 38
+
+
+def _holds(pieces: list[str], sequence: tuple[str, ...]) -> bool:
+    return any(tuple(pieces[i : i + len(sequence)]) == sequence for i in range(len(pieces)))
+
+
+def test_the_export_has_a_model_card_and_the_tokenizer(exported, ci_run):
     manifest = json.loads((exported / "float32" / "minitrans.json").read_text())
     assert (manifest["src_lang"], manifest["tgt_lang"], manifest["quantization"]) == ("de", "en", "float32")
     assert (exported / "float32" / "spm_joint.model").is_file()
     card = (exported / "float32" / "README.md").read_text()
     assert "de→en" in card and manifest["commit"] in card and "export.py -c" in card
     assert f"| Multi30k task 1, split test_2016_flickr | {manifest['test']['test_2016_flickr']['bleu']:.2f} |" in card
+    # the source's word forms (recasing, inference/casing.py), as the checkpoint has them
+    forms = load_for_inference(ci_run)[1].src_forms
+    assert len(forms) > 100 and (exported / "float32" / "src_forms.txt").read_text().splitlines() == forms
+    assert CTranslate2Translator(exported / "float32").tokenizer.src_forms == forms
 
 
 def test_a_step_checkpoints_card_claims_no_scores_of_the_run(ci_run, tmp_path):

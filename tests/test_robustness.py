@@ -4,15 +4,10 @@ import json
 import os
 
 from helpers import TOY_CORPUS, run_script, toy_sentences
-from inference.robustness import has_loop, loops, paragraphs, robustness, single_words
+from inference.robustness import loops, paragraphs, robustness, single_words
 
 
-def test_a_loop_is_a_word_three_times_in_a_row_or_a_character_five_times():
-    assert has_loop("A dog dog dog runs.") and has_loop("a bike bike Bike.") and has_loop("12444455555555555")
-    assert has_loop("ECAN DAN DACKADAAAAA.") and has_loop("dog, dog, dog")
-    assert not has_loop("A dog, a dog and a dog.") and not has_loop("dog dog") and not has_loop("Aaaah!")
-    assert not has_loop("") and not has_loop("Zzzz.")
-    # an output's loop counts only where its input had none
+def test_a_loop_counts_only_where_its_input_had_none():
     assert loops(["Hund", "Hund Hund Hund", "Katze"], ["dog dog dog", "dog dog dog", "cat"]) == 1
 
 

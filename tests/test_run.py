@@ -41,6 +41,7 @@ def test_ci_experiment_trains_end_to_end(ci_run):
     assert (ci_run / "checkpoints" / "best.pt").is_file()
     assert (ci_run / "checkpoints" / "step_0000240.pt").is_file()
     assert (ci_run / "spm_joint.model").is_file() and (ci_run / ".hydra" / "config.yaml").is_file()
+    assert "Hund" in (ci_run / "src_forms.txt").read_text(encoding="utf-8").splitlines()
     hyps = (ci_run / "test_2016_flickr.hyp.en").read_text().splitlines()
     assert len(hyps) == 100  # max_eval_examples; line-aligned with the references
 

@@ -158,3 +158,28 @@ def test_a_beam_wider_than_the_vocabulary_keeps_one_beam_a_token():
     wide = beam_search(TableModel(TRAP), src(), beam_size=12, max_len=5, n_best=12, length_penalty=0.0)[0]
     eight = beam_search(TableModel(TRAP), src(), beam_size=8, max_len=5, n_best=8, length_penalty=0.0)[0]
     assert [h.tokens for h in wide] == [h.tokens for h in eight] and wide[0].tokens == [B, C]
+
+
+# a model that loops: "a" after anything, eos only when nothing likelier is left
+LOOP = {(): {A: 0.6, B: 0.3}}
+LOOPING = {A: 0.7, B: 0.1, EOS: 0.15}
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_suppressed_sequence_is_never_completed(beam_size):
+    """Suppressing (a, a, a), as CTranslate2's suppress_sequences does: "a a" may be written but
+    never a third "a" right after it; a one-token sequence is never written at all."""
+
+    def best(suppress):
+        model = TableModel(LOOP, LOOPING)
+        if beam_size == 1:
+            return greedy_search(model, src(), max_len=8, suppress=suppress)[0].tokens
+        return beam_search(model, src(), beam_size, max_len=8, suppress=suppress)[0][0].tokens
+
+    assert best(())[:3] == [A, A, A]  # the loop
+    for suppress in [(A, A, A)], [(A, A)], [(B,), (A, A, A)]:
+        found = best(suppress)
+        assert not any(tuple(found[i : i + len(s)]) == s for s in suppress for i in range(len(found)))
+    assert A not in best([(A,)])
+    if beam_size == 1:  # "a a" is written, then eos (.15) beats b (.10)
+        assert best([(A, A, A)]) == [A, A]

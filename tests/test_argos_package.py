@@ -124,8 +124,11 @@ def argos_translations(python: Path, package: Path, texts: list[str], home: Path
 
 def our_translations(package: Path, splitter, texts: list[str], compute_type: str, **search) -> list[str]:
     """Our CTranslate2 engine on `package`'s model, one thread, argos's search unless `search`
-    says otherwise: each text split by `splitter`, its sentences' translations joined by a space."""
-    ours = load_translator(package, compute_type=compute_type, threads=1, **{**ARGOS_SEARCH, **search})
+    says otherwise: each text split by `splitter`, its sentences' translations joined by a space;
+    each sentence as the model reads it (no recasing, no loop guard: argostranslate has neither)."""
+    ours = load_translator(
+        package, compute_type=compute_type, threads=1, split_sentences=False, **{**ARGOS_SEARCH, **search}
+    )
     return [" ".join(ours.translate(splitter.sentences(text))) for text in texts]
 
 
@@ -281,7 +284,7 @@ def test_libretranslate_serves_it_offline(libretranslate, package, splitter):
     }
     assert set(languages) == {"de", "en"} and "en" in languages["de"]["targets"]
     assert languages["de"]["name"] == "German"
-    ours = load_translator(package, **ARGOS_SEARCH)
+    ours = load_translator(package, split_sentences=False, **ARGOS_SEARCH)
     texts = [*toy_sentences()[30:34], " ".join(toy_sentences()[34:38])]
     for text in texts:
         answer = _post(f"{url}/translate", q=text, source="de", target="en", format="text")
@@ -300,7 +303,7 @@ def test_libretranslate_page_translates_what_is_typed(libretranslate, package, t
 
     url, _ = libretranslate
     sentence = toy_sentences()[41]
-    expected = load_translator(package, beam_size=4, length_penalty=0.2).translate([sentence])[0]
+    expected = load_translator(package, beam_size=4, length_penalty=0.2, split_sentences=False).translate([sentence])[0]
     chrome = headless_chromium()
     try:
         chrome.get(url)

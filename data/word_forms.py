@@ -10,7 +10,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")  # what a word is, here and where the forms are applied (inference/casing.py)
 
 
 def written_forms(lines: Iterable[str]) -> list[str]:
@@ -19,6 +19,6 @@ def written_forms(lines: Iterable[str]) -> list[str]:
     appear."""
     counts: defaultdict[str, Counter[str]] = defaultdict(Counter)
     for line in lines:
-        for word in _WORD.findall(line)[1:]:
+        for word in WORD.findall(line)[1:]:
             counts[word.casefold()][word] += 1
     return [forms.most_common(1)[0][0] for forms in counts.values()]

@@ -17,13 +17,12 @@ recased, 43.50 as written; through another such model, 42.52 recased by the form
 vocabulary alone, 38.09 not recased (docs/recipe_search.md).
 """
 
-import re
 from collections.abc import Mapping
 from functools import cache
 
 import sentencepiece as spm
 
-_WORD = re.compile(r"\w+")
+from data.word_forms import WORD
 
 
 def shouted(text: str) -> bool:
@@ -75,4 +74,4 @@ def recased(text: str, vocabulary: spm.SentencePieceProcessor, forms: Mapping[st
     def form(word: str) -> str:
         return forms.get(word.casefold()) or likelier_form(word, vocabulary)
 
-    return capitalised(_WORD.sub(lambda m: form(m.group(0)), text))
+    return capitalised(WORD.sub(lambda m: form(m.group(0)), text))

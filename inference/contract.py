@@ -149,7 +149,7 @@ class LineTranslator:
                 sentences,
                 found,
                 self._text,
-                lambda sentence, suppress: self._search([sentence], n_best, None, suppress)[0],
+                lambda again, suppress: self._search(again, n_best, None, suppress),
             )
             self.truncated = truncated
         return [[(self._text(pieces), score) for pieces, score in hyps] for hyps in found]

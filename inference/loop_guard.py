@@ -2,11 +2,11 @@
 
 A loop: a word three or more times in a row, or a character five or more times ("Hund" -> "dog
 dog dog ..."), the failure of small models on inputs unlike their training data. Training on
-such inputs removes most of them (docs/recipe_search.md, "What people type") but not all: where
-a sentence's best translation still loops and the sentence does not, the sentence is searched
-again with the repetition suppressed (the unit of pieces written twice and begun a third time
-may not be completed: CTranslate2's suppress_sequences, and the same in our search), up to
-`ROUNDS` times, each round adding what the last translation repeated. The other sentences'
+such inputs removes most of them (docs/recipe_search.md, "What people type") but not all: the
+sentences whose best translation still loops, where the sentence does not, are searched again,
+together, with the repetitions suppressed (a unit of pieces written twice may not be begun a
+third time: CTranslate2's suppress_sequences, and the same in our search), up to `ROUNDS`
+times, each round adding what the last translations repeated. The other sentences'
 translations are not touched, so this costs nothing where nothing loops (bench/robustness.py
 measures the rest).
 """
@@ -49,21 +49,24 @@ def without_loops(
     sentences: Sequence[str],
     found: list[Hypotheses],
     text: Callable[[list[str]], str],
-    search_again: Callable[[str, list[tuple[str, ...]]], Hypotheses],
+    search_again: Callable[[list[str], list[tuple[str, ...]]], list[Hypotheses]],
 ) -> list[Hypotheses]:
-    """`found` (each sentence's hypotheses, best first), with each sentence whose best
-    translation (`text` of its pieces) loops where the sentence does not searched again by
-    `search_again(sentence, suppress)`, suppressing what its translations repeated, until one
-    does not loop or ROUNDS searches are done (the last is kept)."""
+    """`found` (each sentence's hypotheses, best first), with the sentences whose best
+    translation (`text` of its pieces) loops where the sentence does not searched again together
+    by `search_again(sentences, suppress)`, suppressing what their translations repeated, until
+    none loops, none repeats anything new, or ROUNDS searches are done (the last is kept). One
+    suppression list serves them all: each entry is a repetition, which no sentence without a
+    loop should hold, and one search of all of them costs far less than one a sentence (a model
+    that loops on most inputs would otherwise be searched again input by input)."""
     found = list(found)
-    for i, sentence in enumerate(sentences):
-        suppress: list[tuple[str, ...]] = []
-        for _ in range(ROUNDS):
-            if not found[i] or not has_loop(text(found[i][0][0])) or has_loop(sentence):
-                break
-            new = [unit for unit in repetitions(found[i][0][0]) if unit not in suppress]
-            if not new:  # the loop is no repetition of pieces that suppressing could stop
-                break
-            suppress += new
-            found[i] = search_again(sentence, suppress)
+    suppress: dict[tuple[str, ...], None] = {}  # in the order found
+    looping = [i for i, sentence in enumerate(sentences) if found[i] and not has_loop(sentence)]
+    for _ in range(ROUNDS):
+        looping = [i for i in looping if has_loop(text(found[i][0][0]))]
+        new = {unit: None for i in looping for unit in repetitions(found[i][0][0]) if unit not in suppress}
+        if not new:  # nothing more that suppressing could stop
+            break
+        suppress.update(new)
+        for i, hyps in zip(looping, search_again([sentences[i] for i in looping], list(suppress))):
+            found[i] = hyps
     return found

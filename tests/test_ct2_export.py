@@ -144,7 +144,7 @@ def test_the_export_has_a_model_card_and_the_tokenizer(exported, ci_run):
     assert f"| Multi30k task 1, split test_2016_flickr | {manifest['test']['test_2016_flickr']['bleu']:.2f} |" in card
     # the source's word forms (recasing, inference/casing.py), as the checkpoint has them
     forms = load_for_inference(ci_run)[1].src_forms
-    assert len(forms) > 100 and (exported / "float32" / "src_forms.txt").read_text().splitlines() == forms
+    assert "Hund" in forms and (exported / "float32" / "src_forms.txt").read_text().splitlines() == forms
     assert CTranslate2Translator(exported / "float32").tokenizer.src_forms == forms
 
 

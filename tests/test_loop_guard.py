@@ -24,23 +24,38 @@ def test_only_a_looping_translation_of_a_sentence_without_a_loop_is_searched_aga
     found = [looping, looping, [(["▁a", "▁cat"], -1.0)], []]
     asked = []
 
-    def search_again(sentence, suppress):
-        asked.append((sentence, list(suppress)))
-        return [(["▁dog", "."], -2.0)]
+    def search_again(sentences, suppress):
+        asked.append((sentences, list(suppress)))
+        return [[(["▁dog", "."], -2.0)] for _ in sentences]
 
     out = without_loops(["Hund", "Hund Hund Hund", "Katze", ""], found, " ".join, search_again)
-    assert asked == [("Hund", [("▁dog", "▁dog", "▁dog")])]
+    assert asked == [(["Hund"], [("▁dog", "▁dog", "▁dog")])]
     assert out == [[(["▁dog", "."], -2.0)], looping, found[2], []]
     assert found[0] == looping  # the caller's list is left as it was
+
+
+def test_the_sentences_that_loop_are_searched_again_together():
+    """One search for all of them, each suppressing what any repeated: a model that loops on
+    most inputs is not searched again input by input."""
+    asked = []
+
+    def search_again(sentences, suppress):
+        asked.append((sentences, list(suppress)))
+        return [[(["▁ok"], -1.0)] for _ in sentences]
+
+    found = [[(["▁dog"] * 4, -1.0)], [(["▁a"], -1.0)], [(["▁cat"] * 3, -1.0)]]
+    out = without_loops(["Hund", "Ein", "Katze"], found, " ".join, search_again)
+    assert asked == [(["Hund", "Katze"], [("▁dog",) * 3, ("▁cat",) * 3])]
+    assert out == [[(["▁ok"], -1.0)], found[1], [(["▁ok"], -1.0)]]
 
 
 def test_each_round_suppresses_what_the_last_repeated_and_the_rounds_are_bounded():
     asked = []
 
-    def search_again(sentence, suppress):
+    def search_again(sentences, suppress):
         asked.append(list(suppress))
         word = f"▁w{len(asked)}"
-        return [([word] * 4, -1.0)]  # loops again, on another word each time
+        return [[([word] * 4, -1.0)] for _ in sentences]  # loops again, on another word each time
 
     [out] = without_loops(["Hund"], [[(["▁dog"] * 4, -1.0)]], " ".join, search_again)
     assert len(asked) == ROUNDS and asked[1] == [("▁dog",) * 3, ("▁w1",) * 3]

@@ -66,7 +66,9 @@ def test_every_part_of_the_state_is_saved():
 
 def test_a_restored_state_saves_what_the_saved_one_did_and_draws_the_same_numbers():
     saved = trained_a_little(1)
-    checkpoint = saved.checkpoint(tokenizer=type("T", (), {"src_model": b"s", "tgt_model": b"t"})(), meta={})
+    checkpoint = saved.checkpoint(
+        tokenizer=type("T", (), {"src_model": b"s", "tgt_model": b"t", "src_forms": ["Hund"]})(), meta={}
+    )
     expected_draw = torch.rand(5)  # what the saved run draws next (torch.rand: as dropout does)
     buffer = io.BytesIO()
     torch.save(checkpoint, buffer)

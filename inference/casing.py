@@ -12,8 +12,8 @@ A word the training source never wrote (or a tokenizer saved before the forms we
 lower-case or capitalised, whichever the source SentencePiece model finds likelier: a unigram
 language model over the training text's pieces, in which a word seen mostly capitalised
 ("Hund": one piece) segments into likelier pieces than the same word lower-cased ("h" + "und").
-Multi30k's validation set lower-cased, through an hour's model of `experiment=robust`: 43.27 BLEU
-recased, 43.50 as written; through another such model, 42.52 recased by the forms, 40.94 by the
+Multi30k's validation set lower-cased, through an hour's model of the recipe: 43.28 BLEU
+recased, 43.52 as written; through another such model, 42.52 recased by the forms, 40.94 by the
 vocabulary alone, 38.09 not recased (docs/recipe_search.md).
 """
 

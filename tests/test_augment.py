@@ -12,15 +12,20 @@ from helpers import toy_sentences
 PAIRS = list(zip(toy_sentences("train"), toy_sentences("train", "en")))
 
 
+def only(**shares: float) -> AugmentConfig:
+    """These shares, every other modifier off (the recipe's defaults turn some on)."""
+    return AugmentConfig(**{"lower": 0.0, "no_final_punct": 0.0, "fragment": 0.0, **shares})
+
+
 def test_each_case_change_changes_both_sides_and_nothing_else():
     rng = np.random.default_rng(0)
     for name, change in (("upper", str.upper), ("title", title_case), ("lower", str.lower)):
-        assert varied(PAIRS, AugmentConfig(**{name: 1.0}), rng) == [(change(s), change(t)) for s, t in PAIRS]
+        assert varied(PAIRS, only(**{name: 1.0}), rng) == [(change(s), change(t)) for s, t in PAIRS]
     assert title_case("ein  Hund, der läuft.") == "Ein  Hund, Der Läuft."  # spacing and the rest kept
 
 
 def test_dropping_the_final_punctuation_drops_it_on_both_sides():
-    out = varied(PAIRS, AugmentConfig(no_final_punct=1.0), np.random.default_rng(0))
+    out = varied(PAIRS, only(no_final_punct=1.0), np.random.default_rng(0))
     assert out == [(without_final_punctuation(s), without_final_punctuation(t)) for s, t in PAIRS]
     assert all(not s.endswith((".", "!", "?")) and not t.endswith((".", "!", "?")) for s, t in out)
     assert without_final_punctuation("Wo ist er?! ") == "Wo ist er" and without_final_punctuation("3.5 m") == "3.5 m"
@@ -29,7 +34,7 @@ def test_dropping_the_final_punctuation_drops_it_on_both_sides():
 def test_merges_join_consecutive_pairs_in_order_on_both_sides():
     """Every pair is in exactly one output pair, in order, its source beside its own target:
     each merged line is the same run of consecutive pairs on both sides."""
-    out = varied(PAIRS, AugmentConfig(merge=0.5, merge_max=4), np.random.default_rng(3))
+    out = varied(PAIRS, only(merge=0.5, merge_max=4), np.random.default_rng(3))
     sizes, i = [], 0
     for src, tgt in out:
         for n in range(1, 5):
@@ -47,13 +52,13 @@ def test_merges_join_consecutive_pairs_in_order_on_both_sides():
 @pytest.mark.parametrize("name", ["upper", "title", "lower", "no_final_punct"])
 def test_a_modifier_takes_its_share_of_the_pairs(name):
     pairs = PAIRS * 12  # 8,400
-    out = varied(pairs, AugmentConfig(**{name: 0.3}), np.random.default_rng(1))
+    out = varied(pairs, only(**{name: 0.3}), np.random.default_rng(1))
     share = sum(a != b for a, b in zip(out, pairs)) / len(pairs)
     assert abs(share - 0.3) < 0.03  # ~0.005 standard error; a few pairs are unchanged by it anyway
 
 
 def test_the_case_changes_exclude_each_other():
-    out = varied(PAIRS * 4, AugmentConfig(upper=0.3, title=0.3, lower=0.4), np.random.default_rng(2))
+    out = varied(PAIRS * 4, only(upper=0.3, title=0.3, lower=0.4), np.random.default_rng(2))
     kinds = [
         "upper" if s == s.upper() else "lower" if s == s.lower() else "title" if s == title_case(s) else "?"
         for s, _ in out
@@ -65,7 +70,7 @@ def test_the_case_changes_exclude_each_other():
 def test_each_epoch_is_drawn_from_the_seed_and_epoch_alone(toy, tmp_path):
     """The same (seed, epoch): the same pairs, also from another AugmentedPairs (a resumed run,
     another rank); another epoch or seed: others. The ids are the tokenizer's of the varied text."""
-    modifiers = AugmentConfig(upper=0.2, title=0.1, lower=0.2, no_final_punct=0.3, merge=0.1)
+    modifiers = only(upper=0.2, title=0.1, lower=0.2, no_final_punct=0.3, merge=0.1)
     pairs = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path)
     again = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path)
     first = pairs.epoch(3, 1234)
@@ -81,7 +86,7 @@ def test_fragments_are_added_after_the_pairs_from_their_own_pairs():
     """Each pair gives at most one of its fragments, with the share asked; the pairs themselves
     stay, in order, and the case modifiers vary the fragments as the pairs."""
     fragments = [[(s.split()[1], t.split()[1]), (s.split()[0], t.split()[0])] for s, t in PAIRS]
-    out = varied(PAIRS, AugmentConfig(fragment=0.4), np.random.default_rng(5), fragments)
+    out = varied(PAIRS, only(fragment=0.4), np.random.default_rng(5), fragments)
     assert out[: len(PAIRS)] == PAIRS
     extra = out[len(PAIRS) :]
     assert abs(len(extra) / len(PAIRS) - 0.4) < 0.06
@@ -90,6 +95,6 @@ def test_fragments_are_added_after_the_pairs_from_their_own_pairs():
         owner = next(i for i in owners if pair in fragments[i])
         drawn.append(fragments[owner].index(pair))
     assert abs(drawn.count(0) / len(drawn) - 0.5) < 0.1  # either fragment of a pair, alike
-    lowered = varied(PAIRS, AugmentConfig(fragment=1.0, lower=1.0), np.random.default_rng(5), fragments)
+    lowered = varied(PAIRS, only(fragment=1.0, lower=1.0), np.random.default_rng(5), fragments)
     assert all(s == s.lower() and t == t.lower() for s, t in lowered) and len(lowered) == 2 * len(PAIRS)
-    assert varied(PAIRS, AugmentConfig(fragment=1.0), np.random.default_rng(5), [[]] * len(PAIRS)) == PAIRS
+    assert varied(PAIRS, only(fragment=1.0), np.random.default_rng(5), [[]] * len(PAIRS)) == PAIRS

@@ -372,6 +372,10 @@ TRAIN = {
         ["data.subword_sampling=0.5", "data.tokenizer.model_type=bpe"],
         "data.subword_sampling needs data.tokenizer.model_type=unigram",
     ),
+    "sampling with augmentation": (
+        ["data.subword_sampling=0.5"],  # the recipe's augmentation is on
+        "use one of them (experiment=plain turns the augmentation off)",
+    ),
     "validation size": (["data=files", "data.train=x", "data.val_size=0"], "data.val_size must be positive, not 0"),
     "quoting": (["data=tsv", "data.train=x", "data.quoting=excel"], "data.quoting must be none or csv, not 'excel'"),
     "missing folder": (["data.dir=/does/not/exist"], "Multi30k folder /does/not/exist (from data.dir) does not exist"),

@@ -291,8 +291,8 @@ COMMANDS: dict[str, Command] = {
     ),
     # the reading guide
     'make train ARGS="model=compact model.plain=true"': Command(short=SHORT, check="test_2016_flickr: BLEU"),
-    'make train ARGS="experiment=robust hydra.run.dir=runs/hour_fragments"': Command(short=SHORT),
-    'make train ARGS="experiment=robust"': Command(short=SHORT, check="robustness, single words"),
+    'make train ARGS="hydra.run.dir=runs/hour_fragments"': Command(short=SHORT, check="aligned fragments from"),
+    'make train ARGS="experiment=plain"': Command(short=SHORT, check="robustness, single words"),
     '.venv/bin/python -m analysis.formulas -c runs/RUN "Ein Hund rennt durch den Schnee."': Command(
         needs=RUN_NEEDS, check="== decoding =="
     ),

@@ -6,8 +6,9 @@ one position's worth of decoder work instead of re-running the whole prefix. Wit
 measure what it saves.
 
 Every sentence has its own length limit (from its own source length), so a translation never
-depends on what else is in the batch. Pad, bos and unk are never produced, nor any sequence the
-caller suppresses (CTranslate2's suppress_sequences: inference/loop_guard.py searches a looping
+depends on what else is in the batch. Pad, bos and unk are never produced, nor an empty
+translation (eos first: CTranslate2's min_decoding_length of 1), nor any sequence the caller
+suppresses (CTranslate2's suppress_sequences: inference/loop_guard.py searches a looping
 sentence again without its loop).
 """
 
@@ -70,7 +71,9 @@ def _next_log_probs(
 ) -> Tensor:
     """Log-probabilities (N, V) of the token after `history` (N, t), bos included.
 
-    Tokens that a translation may not contain get -inf; rows `at_limit` (N,) may only end. The
+    Tokens that a translation may not contain get -inf, and eos as the first token (an empty
+    translation; in beam search it would also count as one of the K finished hypotheses that end
+    the search, before a better one ends); rows `at_limit` (N,) may only end. The
     others keep the model's own log-probabilities (not renormalised), so a hypothesis scores
     exactly what the model gives it; but for a token that would complete a sequence of
     `suppress`, taken out before the softmax as CTranslate2 does, so that both engines search
@@ -85,6 +88,8 @@ def _next_log_probs(
     log_probs = F.log_softmax(logits, dim=-1)
     cfg = model.cfg
     log_probs[:, [cfg.pad_id, cfg.bos_id, cfg.unk_id]] = float("-inf")
+    if history.size(1) == 1:  # bos alone
+        log_probs[:, cfg.eos_id] = float("-inf")
     if at_limit.any():
         eos = log_probs[at_limit, cfg.eos_id]
         log_probs[at_limit] = float("-inf")

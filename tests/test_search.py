@@ -80,10 +80,22 @@ def test_one_beam_may_hold_all_the_next_beams(beam_size):
 
 
 def test_search_stops_once_no_live_beam_can_win():
-    """eos at .9 first: no live beam (each below .05) can reach its score, so one decoder step."""
-    model = TableModel({(): {EOS: 0.90, A: 0.05, B: 0.04}})
+    """eos at .9 after "a": no live beam (each below .05 there) can reach its score, so two
+    decoder steps."""
+    model = TableModel({(): {A: 0.99}, (A,): {EOS: 0.90, B: 0.05, C: 0.04}})
     best = beam_search(model, src(), beam_size=3, max_len=20, length_penalty=1.0)[0][0]
-    assert best.tokens == [] and model.decoder_calls == 1
+    assert best.tokens == [A] and model.decoder_calls == 2
+
+
+def test_no_search_gives_an_empty_translation():
+    """eos first at .9: the searches take the likeliest other start, as CTranslate2 (its
+    min_decoding_length of 1); an empty hypothesis would also count among beam search's K
+    finished ones and could end the search before a better translation."""
+    model = TableModel({(): {EOS: 0.90, A: 0.05, B: 0.04}})
+    assert greedy_search(model, src(), max_len=5)[0].tokens == [A]
+    for beam_size in (1, 3):
+        best = beam_search(model, src(), beam_size=beam_size, max_len=5, length_penalty=1.0)[0][0]
+        assert best.tokens == [A] and best.log_prob == pytest.approx(math.log(0.05 * 0.9), abs=1e-5)
 
 
 def test_length_penalty_bound_keeps_searching_while_a_longer_hypothesis_can_win():

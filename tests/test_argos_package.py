@@ -296,9 +296,14 @@ def test_libretranslate_serves_it_offline(libretranslate, package, splitter):
 
 def test_libretranslate_page_translates_what_is_typed(libretranslate, package, tmp_path):
     """The web page in headless Chromium: German typed into the left box, our translation appears
-    in the right one (the screenshot shows it)."""
+    in the right one (the screenshot shows it).
+
+    The page translates as one types (a request 300 ms after each key), so under load it may
+    first show the translation of a half-typed sentence ("Drei Kinder" -> "Three children"):
+    we wait for the whole sentence's, and a page that never shows it fails with what it showed."""
     if missing := browser_missing():
         pytest.skip(missing)
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
 
     url, _ = libretranslate
@@ -309,10 +314,20 @@ def test_libretranslate_page_translates_what_is_typed(libretranslate, package, t
         chrome.get(url)
         box = wait_for(chrome, lambda d: d.find_element(By.ID, "textarea1"), "the page")
         box.send_keys(sentence)
-        shown = wait_for(chrome, lambda d: d.find_element(By.ID, "textarea2").get_property("value"), "a translation")
+        seen: list[str] = []
+
+        def whole_sentence_translated(driver) -> bool:
+            shown = driver.find_element(By.ID, "textarea2").get_property("value")
+            if shown and shown not in seen:
+                seen.append(shown)
+            return shown == expected
+
+        try:
+            wait_for(chrome, whole_sentence_translated, f"the translation {expected!r}")
+        except TimeoutException:
+            pytest.fail(f"the page showed {seen} for {sentence!r}, never {expected!r}")
         chrome.save_screenshot(str(tmp_path / "libretranslate.png"))
         if screenshot := os.environ.get("LIBRETRANSLATE_SCREENSHOT"):
             chrome.save_screenshot(screenshot)
     finally:
         chrome.quit()
-    assert shown == expected

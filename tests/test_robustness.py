@@ -29,11 +29,28 @@ def test_every_variant_is_scored_and_counted():
     results = robustness(lambda lines: list(lines), sources, sources)
     assert results["as is"] == {"bleu": 100.0, "loops": 0, "lines": 30}
     assert results["lower-cased"]["bleu"] == results["upper-cased"]["bleu"] == 100.0
-    assert results["no final punctuation"]["bleu"] == 100.0
+    assert (
+        results["no final punctuation"]["bleu"]
+        == results["no final punctuation"]["bleu_as_is_punctuation_removed"]
+        == 100.0
+    )
     paragraph = results["paragraphs of 3"]
     assert paragraph["lines"] == 10 and paragraph["bleu"] == paragraph["bleu_sentence_by_sentence"] == 100.0
     assert paragraph["length_ratio"] == 1.0
     assert results["single words"] == {"loops": 0, "over_4_words": 0, "lines": len(single_words(sources))}
+
+
+def test_a_missing_stop_is_measured_against_the_same_translations_without_it():
+    """A translator that stops a sentence early when its full stop is missing loses BLEU on that
+    variant only; the translations as they are, their stop removed afterwards, score as if it did
+    not, and so stay level with the references (both without their final punctuation)."""
+    sources = [s for s in toy_sentences("val") if s.endswith(".")][:30]
+
+    def early_stop(lines: list[str]) -> list[str]:
+        return [line if line.endswith(".") else " ".join(line.split()[:3]) for line in lines]
+
+    results = robustness(early_stop, sources, sources)["no final punctuation"]
+    assert results["bleu"] < 50.0 and results["bleu_as_is_punctuation_removed"] == 100.0
 
 
 def test_the_benchmark_runs_on_a_trained_model(ci_run, tmp_path):

@@ -34,14 +34,16 @@ def has_loop(text: str) -> bool:
 
 def repetitions(pieces: Sequence[str]) -> list[tuple[str, ...]]:
     """Each unit of 1 to LONGEST_UNIT pieces that `pieces` write twice in a row and begin a third
-    time, as the sequence to suppress: the unit twice and its first piece ("▁dog ▁dog ▁dog",
-    "▁dog , ▁dog , ▁dog"). Shortest unit first, each once."""
+    time, case aside as `has_loop` reads words, as the sequence to suppress: the unit twice and
+    its first piece, as written ("▁dog ▁dog ▁dog", "▁dog , ▁dog , ▁dog", "▁city ▁City ▁City").
+    Shortest unit first, each once."""
+    folded = [piece.lower() for piece in pieces]
     found: dict[tuple[str, ...], None] = {}
     for size in range(1, LONGEST_UNIT + 1):
         for start in range(len(pieces) - 2 * size):
-            unit = tuple(pieces[start : start + size])
-            if tuple(pieces[start + size : start + 2 * size]) == unit and pieces[start + 2 * size] == unit[0]:
-                found.setdefault(unit + unit + unit[:1])
+            unit = folded[start : start + size]
+            if folded[start + size : start + 2 * size] == unit and folded[start + 2 * size] == unit[0]:
+                found.setdefault(tuple(pieces[start : start + 2 * size + 1]))
     return list(found)
 
 

@@ -17,6 +17,10 @@ def test_repetitions_are_the_units_written_twice_and_begun_a_third_time():
     assert repetitions(["▁dog", ",", "▁dog", ",", "▁dog", "."]) == [("▁dog", ",", "▁dog", ",", "▁dog")]
     assert repetitions(["▁a", "▁big", "▁dog", "▁big", "▁dog", "▁big"]) == [("▁big", "▁dog", "▁big", "▁dog", "▁big")]
     assert repetitions(["▁dog", "▁dog", "."]) == [] and repetitions([]) == []
+    # case aside, as has_loop reads a loop ("City" alone -> "city City City"), suppressed as written
+    assert has_loop("city City City")
+    assert repetitions(["▁city", "▁City", "▁City"]) == [("▁city", "▁City", "▁City")]
+    assert repetitions(["▁Dog", ",", "▁dog", ",", "▁DOG"]) == [("▁Dog", ",", "▁dog", ",", "▁DOG")]
 
 
 def test_only_a_looping_translation_of_a_sentence_without_a_loop_is_searched_again():

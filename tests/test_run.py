@@ -157,8 +157,8 @@ def test_a_run_in_runs_becomes_runs_latest_and_ends_with_the_commands_to_use_it(
             words = [new if word == old else word for word in words]
         return subprocess.run(words, cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
-    translation = run(translate)
-    assert translation.strip() and run(translate, (str(run_dir), str(runs / "latest"))) == translation
+    translation = run(translate)  # of ten steps' model: one line, whatever it holds
+    assert translation.count("\n") == 1 and run(translate, (str(run_dir), str(runs / "latest"))) == translation
     run(export, ("exports/de-en", str(tmp_path / "export")))  # not into the checkout's exports/
     assert (tmp_path / "export" / "model.bin").is_file()
     assert next_commands(run_dir, "xx", "en")[0].endswith(shlex.quote(str(run_dir)))  # no example: a prompt

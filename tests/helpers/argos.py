@@ -9,6 +9,7 @@ need it skip and say why; in CI they fail instead.
 Every run of argostranslate here is offline and alone (inference/argos_package.offline_environ).
 """
 
+import json
 import os
 import queue
 import shutil
@@ -25,6 +26,7 @@ import pytest
 from filelock import FileLock
 
 from helpers.commands import ROOT
+from inference.argos_package import offline_environ
 
 # README's command, run as written but for where the environment goes (once per machine, in .cache/)
 INSTALL = "python3 -m venv ~/libretranslate && ~/libretranslate/bin/pip install libretranslate==1.9.6"
@@ -78,6 +80,29 @@ def upstream_argos_python() -> Path:
 
     _made_once(UPSTREAM, make, "upstream argostranslate")
     return UPSTREAM / "bin" / "python"
+
+
+FORMATTED = """
+import html, json, sys
+from libretranslate.language import improve_translation_formatting
+pairs = json.load(sys.stdin)
+print(json.dumps([html.unescape(improve_translation_formatting(source, text)) for source, text in pairs]))
+"""
+
+
+def libretranslate_formatted(python: Path, sources: list[str], translations: list[str], home: Path) -> list[str]:
+    """`translations` as LibreTranslate answers them for plain text: it gives the model's text to
+    its improve_translation_formatting (the source's final punctuation put at the end, its case
+    at the start, html entities unescaped), run here in its own environment."""
+    done = subprocess.run(
+        [python, "-c", FORMATTED],
+        input=json.dumps(list(zip(sources, translations))),
+        capture_output=True,
+        text=True,
+        env=offline_environ(home),
+        check=True,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def started_libretranslate(process: subprocess.Popen, timeout: float = 180) -> tuple[str, str]:

@@ -295,6 +295,7 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="experiment=plain"': Command(short=SHORT, check="robustness, single words"),
     'make train ARGS="data.augment.no_final_punct=0.25 hydra.run.dir=runs/hour_nfp25"': Command(short=SHORT),
     'make train ARGS="seed=2 hydra.run.dir=runs/hour_seed2"': Command(short=SHORT),
+    'make train ARGS="experiment=plain seed=2 hydra.run.dir=runs/hour_plain2"': Command(short=SHORT),
     '.venv/bin/python -m analysis.formulas -c runs/RUN "Ein Hund rennt durch den Schnee."': Command(
         needs=RUN_NEEDS, check="== decoding =="
     ),

@@ -14,12 +14,7 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
 - `merge`: a pair followed by the next 1 to `merge_max - 1` pairs, joined into one with a space
   on each side (OpusTrainer's Merge): several sentences in one line;
 - `fragment`: one of the pair's word-aligned fragments, drawn at random, added as a pair of its
-  own (data/fragments.py): a word or a short phrase alone, which Multi30k never has;
-- `numbers`: in a pair whose two sides hold the same numbers (runs of digits: "2 Männer" ->
-  "2 men"), each number replaced on both sides by one drawn at random, of 1 to `NUMBER_DIGITS`
-  digits. Multi30k's few numbers are nearly all one digit, so a model trained on them alone
-  does not copy a longer one ("12345" -> "124"); a number is copied, not translated, and the
-  pair stays a translation.
+  own (data/fragments.py): a word or a short phrase alone, which Multi30k never has.
 
 The case modifiers exclude each other (a pair gets at most one); they and `no_final_punct` vary
 the fragments too. Why not OpusTrainer's own
@@ -44,8 +39,6 @@ from data.fragments import Pair, pair_fragments
 from data.tokenizer import Tokenizer
 
 FINAL_PUNCTUATION = re.compile(r"\s*[.!?]+\s*$")
-NUMBER = re.compile(r"\d+")
-NUMBER_DIGITS = 6  # the longest number `numbers` draws
 
 
 def title_case(text: str) -> str:
@@ -77,29 +70,11 @@ def drawn_fragments(fragments: list[list[Pair]], share: float, rng: np.random.Ge
     return [found[int(w * len(found))] for found, take, w in zip(fragments, takes, which) if take and found]
 
 
-def random_number(rng: np.random.Generator) -> str:
-    """A number of 1 to NUMBER_DIGITS digits, each length alike, no leading zero."""
-    digits = int(rng.integers(1, NUMBER_DIGITS + 1))
-    return str(int(rng.integers(10 ** (digits - 1) if digits > 1 else 0, 10**digits)))
-
-
-def renumbered(pair: Pair, rng: np.random.Generator) -> Pair:
-    """The pair with each of its numbers replaced by a random one, the same on both sides; a pair
-    whose sides hold different numbers (or none) as it is, since they do not say which is which."""
-    src, tgt = pair
-    found = NUMBER.findall(src)
-    if not found or sorted(found) != sorted(NUMBER.findall(tgt)):
-        return pair
-    new = {number: random_number(rng) for number in dict.fromkeys(found)}
-    return NUMBER.sub(lambda m: new[m.group()], src), NUMBER.sub(lambda m: new[m.group()], tgt)
-
-
 def varied(
     pairs: list[Pair], modifiers: AugmentConfig, rng: np.random.Generator, fragments: list[list[Pair]] | None = None
 ) -> list[Pair]:
     """The pairs with the modifiers applied: merges first, then the fragments (`fragments[i]` are
-    pair i's) added after them, then case and final punctuation over all, then numbers (drawn
-    last, so that the other modifiers draw as they did before numbers existed)."""
+    pair i's) added after them, then case and final punctuation over all."""
     extra = drawn_fragments(fragments, modifiers.fragment, rng) if modifiers.fragment > 0 and fragments else []
     if modifiers.merge > 0:
         pairs = merged(pairs, modifiers.merge, modifiers.merge_max, rng)
@@ -116,9 +91,6 @@ def varied(
         if cut:
             src, tgt = without_final_punctuation(src), without_final_punctuation(tgt)
         out.append((src, tgt))
-    if modifiers.numbers > 0:
-        takes = rng.random(len(out)) < modifiers.numbers
-        out = [renumbered(pair, rng) if take else pair for pair, take in zip(out, takes)]
     return out
 
 

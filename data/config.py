@@ -6,7 +6,6 @@ datasets are imported (train.py), and data/prepare.py does the loading.
 
 import os
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from utils.settings import read_when, refuse_unless
 
@@ -43,11 +42,8 @@ class TokenizerConfig:
 class AugmentConfig:
     """The share of training pairs each modifier of data/augment.py varies, anew every epoch,
     both sides alike (0: off). The recipe's shares: a tenth lower-cased, 15% without their final
-    punctuation, a fifth adding a word-aligned fragment, chosen on validation with beam 5
-    (docs/recipe_search.md, "The hour beside a plain one"); every pair with the same numbers on
-    both sides renumbered (docs/recipe_search.md, "Numbers"); `experiment=plain` turns them off."""
-
-    SHARES: ClassVar[tuple[str, ...]] = ("upper", "title", "lower", "no_final_punct", "merge", "fragment", "numbers")
+    punctuation, a fifth adding a word-aligned fragment; chosen on validation with beam 5
+    (docs/recipe_search.md, "The hour beside a plain one"); `experiment=plain` turns them off."""
 
     upper: float = 0.0  # upper-cased
     title: float = 0.0  # every word capitalised
@@ -55,14 +51,15 @@ class AugmentConfig:
     no_final_punct: float = 0.15  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
     fragment: float = 0.2  # the pair that adds one of its word-aligned fragments as a pair (data/fragments.py)
-    numbers: float = 1.0  # the pair with the same numbers on both sides: random ones instead, on both
     merge_max: int = field(
         default=3,
         metadata=read_when(lambda cfg: cfg.merge > 0, "read only with merges on: give data.augment.merge > 0"),
     )
 
     def __post_init__(self) -> None:
-        shares = {name: getattr(self, name) for name in self.SHARES}
+        shares = {
+            name: getattr(self, name) for name in ("upper", "title", "lower", "no_final_punct", "merge", "fragment")
+        }
         refuse_unless(
             *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
             (
@@ -75,7 +72,7 @@ class AugmentConfig:
     @property
     def on(self) -> bool:
         """Whether any modifier varies the pairs."""
-        return any(getattr(self, name) > 0 for name in self.SHARES)
+        return any(p > 0 for p in (self.upper, self.title, self.lower, self.no_final_punct, self.merge, self.fragment))
 
 
 def _by(*sources: str) -> dict:

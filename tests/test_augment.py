@@ -1,13 +1,11 @@
 """data/augment.py: training pairs varied as people type, both sides alike, anew each epoch.
 A resumed run with augmentation trains as an uninterrupted one: test_resume.py."""
 
-import re
-
 import numpy as np
 import pytest
 from datasets import Dataset
 
-from data.augment import NUMBER, NUMBER_DIGITS, AugmentedPairs, title_case, varied, without_final_punctuation
+from data.augment import AugmentedPairs, title_case, varied, without_final_punctuation
 from data.config import AugmentConfig
 from helpers import toy_sentences
 
@@ -16,7 +14,7 @@ PAIRS = list(zip(toy_sentences("train"), toy_sentences("train", "en")))
 
 def only(**shares: float) -> AugmentConfig:
     """These shares, every other modifier off (the recipe's defaults turn some on)."""
-    return AugmentConfig(**{"lower": 0.0, "no_final_punct": 0.0, "fragment": 0.0, "numbers": 0.0, **shares})
+    return AugmentConfig(**{"lower": 0.0, "no_final_punct": 0.0, "fragment": 0.0, **shares})
 
 
 def test_each_case_change_changes_both_sides_and_nothing_else():
@@ -100,40 +98,3 @@ def test_fragments_are_added_after_the_pairs_from_their_own_pairs():
     lowered = varied(PAIRS, only(fragment=1.0, lower=1.0), np.random.default_rng(5), fragments)
     assert all(s == s.lower() and t == t.lower() for s, t in lowered) and len(lowered) == 2 * len(PAIRS)
     assert varied(PAIRS, only(fragment=1.0), np.random.default_rng(5), [[]] * len(PAIRS)) == PAIRS
-
-
-def test_numbers_are_replaced_alike_on_both_sides_where_both_hold_them():
-    """A pair whose sides hold the same numbers gets each replaced by one random number, the same
-    wherever it stands, on both sides, the words around it untouched; a pair whose numbers differ
-    (or that has none) stays as it is."""
-    pairs = [
-        ("Die 3 Hunde und 3 Katzen um 12 Uhr.", "The 3 dogs and 3 cats at 12 o'clock."),
-        ("2 Männer stehen.", "Two men stand."),
-        ("Ein Hund.", "A dog."),
-    ] * 300
-    out = varied(pairs, only(numbers=1.0), np.random.default_rng(7))
-    assert out[1::3] == pairs[1::3] and out[2::3] == pairs[2::3]
-    drawn = set()
-    for src, tgt in out[::3]:
-        three, three_again, twelve = re.fullmatch(r"Die (\d+) Hunde und (\d+) Katzen um (\d+) Uhr\.", src).groups()
-        assert three == three_again and tgt == f"The {three} dogs and {three} cats at {twelve} o'clock."
-        assert all(n == "0" or not n.startswith("0") for n in (three, twelve))
-        drawn.update((three, twelve))
-    assert {len(n) for n in drawn} == set(range(1, NUMBER_DIGITS + 1))  # every length drawn
-    assert len(drawn) > 400  # of 600 drawn anew each time, not a few (one- and two-digit ones repeat)
-
-
-def test_numbers_take_their_share_and_draw_after_the_other_modifiers():
-    """Turning numbers on leaves every other modifier's draws as they were: the pairs come out as
-    without it but for their numbers, in the share of the pairs with numbers asked."""
-    pairs = PAIRS + [("Die 3 Hunde.", "The 3 dogs.")] * 400
-    shares = dict(lower=0.3, no_final_punct=0.3, merge=0.1)
-    without = varied(pairs, only(**shares), np.random.default_rng(4))
-    with_numbers = varied(pairs, only(numbers=0.4, **shares), np.random.default_rng(4))
-    assert len(without) == len(with_numbers)
-    changed = 0
-    for before, after in zip(without, with_numbers):
-        assert [NUMBER.sub("#", side) for side in before] == [NUMBER.sub("#", side) for side in after]
-        changed += before != after
-    numbered = sum(bool(NUMBER.search(src)) for src, _ in without)
-    assert abs(changed / numbered - 0.4 * 59 / 60) < 0.08  # one draw in 60 gives 3 again; ~0.026 standard error

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.xdist_group("test_resume")
 
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 # the recipe's augmentation off, as experiment=plain has it (subword sampling takes its place)
-PLAIN = ["data.augment.lower=0", "data.augment.no_final_punct=0", "data.augment.fragment=0", "data.augment.numbers=0"]
+PLAIN = ["data.augment.lower=0", "data.augment.no_final_punct=0", "data.augment.fragment=0"]
 
 
 def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path):

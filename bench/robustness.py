@@ -1,5 +1,5 @@
 """A translator on what people type: a Multi30k split as it is, lower-cased, upper-cased, without
-its final punctuation, three lines to a paragraph, and each of its words alone
+its final punctuation, three lines to a paragraph, each of its words alone, and with numbers
 (inference/robustness.py says how each is scored).
 
     .venv/bin/python bench/robustness.py -c runs/RUN [--split val] [--sentences N]
@@ -97,7 +97,7 @@ def main() -> None:
         else:
             engine = type(translator).__name__
             translate = translator.translate
-        results = robustness(translate, sources, references)
+        results = robustness(translate, sources, references, (src, tgt))
     print(f"{args.checkpoint} ({engine}), {args.split}, {len(sources)} lines; BLEU lowercased")
     for variant, row in results.items():
         figures = ", ".join(f"{key} {value}" for key, value in row.items())

@@ -1,6 +1,7 @@
 """How a translator fares on what people type rather than on benchmark captions: the same
-sentences lower-cased, upper-cased, without their final punctuation, three to a line, and each
-word alone. bench/robustness.py runs it on a split; training logs it at the end of a run.
+sentences lower-cased, upper-cased, without their final punctuation, three to a line, each word
+alone, and with a number in place of a number word. bench/robustness.py runs it on a split;
+training logs it at the end of a run.
 
 Each variant is scored with lowercased sacreBLEU (so that a change of case alone costs nothing)
 and counted for loops: an output holding a word three or more times in a row, or a character
@@ -11,6 +12,7 @@ their training data: "Hund" -> "dog dog dog ...").
 import re
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from sacrebleu.metrics import BLEU
 
 from data.augment import without_final_punctuation
@@ -22,6 +24,15 @@ _EDGES = re.compile(r"^\W+|\W+$")
 PARAGRAPH = 3  # lines joined into one paragraph
 MIN_LETTERS = 4  # words tried alone: the distinct source words of at least this many letters
 MOST_WORDS = 4  # a word alone should come out as a word or a short phrase: at most this many
+NUMBER_DIGITS = 6  # the numbers variant's numbers: 1 to this many digits
+# The number words two to ten of each language, a word's forms joined by "/": the numbers variant
+# puts the same number in place of the one in a sentence and the one in its reference
+NUMBER_WORDS = {
+    "en": "two three four five six seven eight nine ten",
+    "de": "zwei drei vier fünf sechs sieben acht neun zehn",
+    "fr": "deux trois quatre cinq six sept huit neuf dix",
+    "cs": "dva/dvě/dvou/dvěma/dvěmi tři/tří/třemi čtyři/čtyř/čtyřmi pět šest sedm osm devět deset",
+}
 
 
 def loops(sources: Sequence[str], outputs: Sequence[str]) -> int:
@@ -44,11 +55,51 @@ def single_words(sources: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(w for w in words if len(w) >= MIN_LETTERS and w.isalpha()))
 
 
-def robustness(translate: Translate, sources: list[str], references: list[str]) -> dict[str, dict[str, float]]:
+def _number_word(language: str, value: int) -> re.Pattern:
+    """Any form of the number word for `value` (2 to 10), as a whole word, in any case."""
+    forms = NUMBER_WORDS[language].split()[value - 2].split("/")
+    return re.compile(r"\b(?:" + "|".join(forms) + r")\b", re.IGNORECASE)
+
+
+def random_number(rng: np.random.Generator) -> str:
+    """A number of 1 to NUMBER_DIGITS digits, each length alike, no leading zero."""
+    digits = int(rng.integers(1, NUMBER_DIGITS + 1))
+    return str(int(rng.integers(10 ** (digits - 1) if digits > 1 else 0, 10**digits)))
+
+
+def numbered(
+    sources: Sequence[str], references: Sequence[str], languages: tuple[str, str]
+) -> list[tuple[str, str, str]]:
+    """(source, reference, number) for each pair that holds the same number word (two to ten) once
+    on each side, both replaced by one random number (`random_number`; seeded: the same pairs and
+    numbers every time): "Zwei Hunde" / "Two dogs" -> "4071 Hunde" / "4071
+    dogs". Nothing for a language without NUMBER_WORDS."""
+    if not all(language in NUMBER_WORDS for language in languages):
+        return []
+    rng, found = np.random.default_rng(0), []
+    for source, reference in zip(sources, references):
+        for value in range(2, 11):
+            src_word, ref_word = (_number_word(language, value) for language in languages)
+            if len(src_word.findall(source)) == len(ref_word.findall(reference)) == 1:
+                number = random_number(rng)
+                found.append((src_word.sub(number, source), ref_word.sub(number, reference), number))
+                break
+    return found
+
+
+def copied(number: str, output: str) -> bool:
+    """Whether `output` holds `number` whole (not as a part of a longer one)."""
+    return re.search(rf"(?<!\d){number}(?!\d)", output) is not None
+
+
+def robustness(
+    translate: Translate, sources: list[str], references: list[str], languages: tuple[str, str]
+) -> dict[str, dict[str, float]]:
     """Per variant: lowercased BLEU and loops (and without final punctuation the translations as
     they are with theirs removed; for paragraphs the sentence-by-sentence translation joined, with
-    both length ratios; for single words the outputs over MOST_WORDS words). `translate` takes a
-    list of lines and returns one translation per line."""
+    both length ratios; for single words the outputs over MOST_WORDS words; for numbers the
+    outputs that hold theirs, in the sentence and alone). `translate` takes a list of lines and
+    returns one translation per line; `languages` are (source, target)."""
     results: dict[str, dict[str, float]] = {}
     as_is = translate(sources)
 
@@ -86,6 +137,16 @@ def robustness(translate: Translate, sources: list[str], references: list[str]) 
         "over_4_words": sum(len(out.split()) > MOST_WORDS for out in outputs),
         "lines": len(words),
     }
+
+    with_numbers = numbered(sources, references, languages)
+    if with_numbers:
+        inputs, refs, numbers = (list(column) for column in zip(*with_numbers))
+        outputs, alone = translate(inputs), translate(numbers)
+        results["numbers"] = {
+            **scored(inputs, outputs, refs),
+            "copied": sum(copied(n, out) for n, out in zip(numbers, outputs)),
+            "alone_copied": sum(_EDGES.sub("", out) == n for n, out in zip(numbers, alone)),
+        }
     return results
 
 

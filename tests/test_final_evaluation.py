@@ -70,7 +70,7 @@ def test_robustness_is_the_benchmarks_on_the_best_weights_and_is_logged(toy_run)
     run_dir, results = toy_run
     val = load_multi30k("de", "en", str(TOY_CORPUS))["val"]
     with load_translator(run_dir / "checkpoints" / "best.pt", threads=1, beam_size=2) as translator:
-        expected = robustness(translator.translate, list(val["src"][:100]), list(val["tgt"][:100]))
+        expected = robustness(translator.translate, list(val["src"][:100]), list(val["tgt"][:100]), ("de", "en"))
     assert results["robustness"] == expected
     assert set(expected) == {
         "as is",
@@ -79,10 +79,11 @@ def test_robustness_is_the_benchmarks_on_the_best_weights_and_is_logged(toy_run)
         "no final punctuation",
         "paragraphs of 3",
         "single words",
+        "numbers",
     }
     logged = scalars(run_dir)
     for variant, row in expected.items():
-        for key in {"bleu", "loops", "over_4_words"} & set(row):
+        for key in {"bleu", "loops", "over_4_words", "copied", "alone_copied"} & set(row):
             [event] = logged.Scalars(f"robustness/{variant.replace(' ', '_')}/{key}")
             assert event.value == pytest.approx(row[key]) and event.step == 30
 

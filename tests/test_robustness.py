@@ -2,9 +2,10 @@
 
 import json
 import os
+import re
 
 from helpers import TOY_CORPUS, run_script, toy_sentences
-from inference.robustness import loops, paragraphs, robustness, single_words
+from inference.robustness import copied, loops, numbered, paragraphs, robustness, single_words
 
 
 def test_a_loop_counts_only_where_its_input_had_none():
@@ -26,7 +27,7 @@ def test_every_variant_is_scored_and_counted():
     case alone costs nothing (lowercased BLEU; without ß, which upper-cases to SS), and a paragraph
     scores as its sentences joined."""
     sources = [s for s in toy_sentences("val") if "ß" not in s][:30]
-    results = robustness(lambda lines: list(lines), sources, sources)
+    results = robustness(lambda lines: list(lines), sources, sources, ("de", "de"))
     assert results["as is"] == {"bleu": 100.0, "loops": 0, "lines": 30}
     assert results["lower-cased"]["bleu"] == results["upper-cased"]["bleu"] == 100.0
     assert (
@@ -38,6 +39,47 @@ def test_every_variant_is_scored_and_counted():
     assert paragraph["lines"] == 10 and paragraph["bleu"] == paragraph["bleu_sentence_by_sentence"] == 100.0
     assert paragraph["length_ratio"] == 1.0
     assert results["single words"] == {"loops": 0, "over_4_words": 0, "lines": len(single_words(sources))}
+    with_numbers = len(numbered(sources, sources, ("de", "de")))
+    assert with_numbers > 0
+    assert results["numbers"] == {
+        "bleu": 100.0,
+        "loops": 0,
+        "lines": with_numbers,
+        "copied": with_numbers,
+        "alone_copied": with_numbers,
+    }
+
+
+def test_numbers_stand_for_the_same_number_word_on_both_sides():
+    """A pair holding one number word of the same value on each side gets one random number in
+    place of both; a pair whose sides do not agree, or hold a value twice, is left out; the pairs
+    and numbers are the same every time; a language without number words gives none."""
+    sources = ["Zwei Männer und drei Hunde.", "Zwei Hunde.", "Ein Hund.", "Zwei oder zwei Katzen."]
+    references = ["Two men and three dogs.", "A pair of dogs.", "A dog.", "Two or two cats."]
+    found = numbered(sources, references, ("de", "en"))
+    assert found == numbered(sources, references, ("de", "en"))
+    [(source, reference, number)] = found
+    assert (
+        number.isdigit()
+        and source == f"{number} Männer und drei Hunde."
+        and reference == f"{number} men and three dogs."
+    )
+    cs = numbered(["Dvě ženy běží."], ["Zwei Frauen laufen."], ("cs", "de"))
+    assert [(s.split()[1:], r.split()[1:]) for s, r, _ in cs] == [(["ženy", "běží."], ["Frauen", "laufen."])]
+    assert numbered(sources, references, ("de", "xx")) == []
+
+
+def test_a_number_is_copied_only_when_it_stands_whole():
+    assert copied("41", "41 men.") and copied("41", "men (41)")
+    assert not copied("41", "413 men.") and not copied("41", "141 men") and not copied("41", "4 1 men")
+
+
+def test_a_translator_that_garbles_numbers_copies_none():
+    sources = [s for s in toy_sentences("val") if "ß" not in s][:30]
+    results = robustness(
+        lambda lines: [re.sub(r"\d", "7", line) + "1" for line in lines], sources, sources, ("de", "de")
+    )
+    assert results["numbers"]["copied"] == results["numbers"]["alone_copied"] == 0
 
 
 def test_a_missing_stop_is_measured_against_the_same_translations_without_it():
@@ -49,7 +91,7 @@ def test_a_missing_stop_is_measured_against_the_same_translations_without_it():
     def early_stop(lines: list[str]) -> list[str]:
         return [line if line.endswith(".") else " ".join(line.split()[:3]) for line in lines]
 
-    results = robustness(early_stop, sources, sources)["no final punctuation"]
+    results = robustness(early_stop, sources, sources, ("de", "de"))["no final punctuation"]
     assert results["bleu"] < 50.0 and results["bleu_as_is_punctuation_removed"] == 100.0
 
 
@@ -59,7 +101,7 @@ def test_the_benchmark_runs_on_a_trained_model(ci_run, tmp_path):
         *("-c", ci_run, "--sentences", "30", "--out", tmp_path / "r.json"),
         env={**os.environ, "MULTI30K_DIR": str(TOY_CORPUS)},
     )
-    assert "single words" in done.stdout and "paragraphs of 3" in done.stdout
+    assert "single words" in done.stdout and "paragraphs of 3" in done.stdout and "numbers" in done.stdout
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["split"] == "val" and result["engine"] == "Translator"
     assert result["variants"]["as is"]["lines"] == 30 and result["variants"]["as is"]["bleu"] > 50

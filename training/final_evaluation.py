@@ -78,15 +78,16 @@ def test_scores(
 
 
 def robustness_results(
-    translator: LineTranslator, val: Dataset, src_lang: str, writer: SummaryWriter, step: int
+    translator: LineTranslator, val: Dataset, languages: tuple[str, str], writer: SummaryWriter, step: int
 ) -> dict[str, dict[str, float]]:
     """The validation set as people type it (inference/robustness.py), each line split into its
     sentences as translate.py splits it; every variant's BLEU and loops logged as
-    robustness/VARIANT/bleu and .../loops (single words: .../over_4_words too)."""
-    translator.split_lang = src_lang
-    results = robustness(translator.translate, list(val["src"]), list(val["tgt"]))
+    robustness/VARIANT/bleu and .../loops (single words: .../over_4_words too; numbers: .../copied
+    and .../alone_copied). `languages`: (source, target)."""
+    translator.split_lang = languages[0]
+    results = robustness(translator.translate, list(val["src"]), list(val["tgt"]), languages)
     for variant, row in results.items():
-        for key in ("bleu", "loops", "over_4_words"):
+        for key in ("bleu", "loops", "over_4_words", "copied", "alone_copied"):
             if key in row:
                 writer.add_scalar(f"robustness/{variant.replace(' ', '_')}/{key}", row[key], step)
         log.info("robustness, %s: %s", variant, ", ".join(f"{key} {value}" for key, value in row.items()))

@@ -234,7 +234,11 @@ class Trainer:
         if cfg.robustness:
             with self.time.on("robustness"):
                 results["robustness"] = robustness_results(
-                    translator, self.data.text["val"], self.run.data.src_lang, self.writer, progress.step
+                    translator,
+                    self.data.text["val"],
+                    (self.run.data.src_lang, self.run.data.tgt_lang),
+                    self.writer,
+                    progress.step,
                 )
         if cfg.head_importance:
             sentences = cfg.head_importance_sentences

@@ -7,8 +7,9 @@
     python translate.py -c exports/RUN --compute-type int8 -i input.de    # CTranslate2 (export.py)
 
 One output line per input line, in input order; an empty line stays empty; a line of several
-sentences is translated sentence by sentence, a sentence in one case alone recased, a looping
-translation searched again without its loop (--whole-lines: each line whole, as typed). Typed at a
+sentences is translated sentence by sentence, a sentence in one case alone recased, numbers
+copied as written, a looping translation searched again without its loop (--whole-lines: each
+line whole, as typed). Typed at a
 terminal (or with --interactive), each line is translated as soon as it is entered. A file or a
 pipe is translated a thousand lines at a time with a progress bar on stderr (where stderr is a
 terminal); Ctrl-C says how many lines were done, and leaves an -o file as it was.
@@ -79,8 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="give the model each line whole and as typed, as it was trained; by default a line of "
         "several sentences is translated sentence by sentence and joined back with its own spacing, "
-        "a sentence in one case alone is recased, and a translation that loops is searched again "
-        "without the loop (always whole with --attention and --show-attention, whose figures are of the line)",
+        "a sentence in one case alone is recased, numbers are copied as written, and a translation "
+        "that loops is searched again without the loop (always whole with --attention and "
+        "--show-attention, whose figures are of the line)",
     )
     parser.add_argument(
         "--interactive",

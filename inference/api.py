@@ -55,8 +55,9 @@ def load_translator(
     sentence) is decoded on all of them. More threads than this process may use are refused.
     With `split_sentences`, text is taken as people type it (inference/contract.py's
     LineTranslator): a line of several sentences is translated sentence by sentence and joined
-    back with its own spacing, a sentence in one case alone is recased, and a translation that
-    loops where its sentence does not is searched again without the loop; False gives the model
+    back with its own spacing, a sentence in one case alone is recased, its numbers are copied as
+    written, and a translation that loops where its sentence does not is searched again without
+    the loop; False gives the model
     each line whole and as it is, as it was trained (one caption a line).
     The translator leaves this process's torch threads as they were; its worker processes end
     with its `close()` or `with` block (or when it is garbage-collected). `search`:

@@ -2,8 +2,8 @@
 translate.py, the Python API and training use, and the behaviour both engines share, written
 once here: blank in, empty out; sources cut to the model's positions and counted; length-sorted
 batches; one line per translation; and where text comes as people type it, a line of several
-sentences translated sentence by sentence, a sentence in one case alone recased, a translation
-that loops searched again without its loop (`LineTranslator`)."""
+sentences translated sentence by sentence, a sentence in one case alone recased, numbers copied
+as written, a translation that loops searched again without its loop (`LineTranslator`)."""
 
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
@@ -11,6 +11,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 from data import Tokenizer
 from inference.casing import recased, shouted, uncased
 from inference.loop_guard import Hypotheses, without_loops
+from inference.numbers import restored, with_stand_ins
 from inference.search_config import SearchConfig
 
 _T = TypeVar("_T", bound="Translating")
@@ -91,12 +92,17 @@ def by_sentence(
     one sentence is translated as it is.
 
     A sentence written in one case alone goes to the model `recase`d (inference/casing.py), and
-    the translations of one in capitals come back in capitals."""
+    the translations of one in capitals come back in capitals; its numbers go as one-digit
+    stand-ins and come back as written (inference/numbers.py)."""
     parts = [sentence_parts(line, lang) for line in lines]
     sentences = [part.strip() for line in parts for part in line]
     loud = [shouted(sentence) for sentence in sentences]
-    found = nbest_of([recase(s) if capitals or uncased(s) else s for s, capitals in zip(sentences, loud)])
-    found = [[(t.upper(), score) for t, score in h] if capitals else h for h, capitals in zip(found, loud)]
+    standing = [with_stand_ins(sentence) for sentence in sentences]  # (what the model reads, its numbers)
+    found = nbest_of([recase(s) if capitals or uncased(s) else s for (s, _), capitals in zip(standing, loud)])
+    found = [
+        [(restored(t.upper() if capitals else t, numbers), score) for t, score in h]
+        for h, capitals, (_, numbers) in zip(found, loud, standing)
+    ]
     results, start = [], 0
     for line in parts:
         hyps, start = found[start : start + len(line)], start + len(line)
@@ -118,8 +124,9 @@ class LineTranslator:
     (`_translate`: best texts; `_search`: n-best pieces, suppressing what it is told): each line
     whole, as the model reads it, or, where `split_lang` names the source language (load_translator
     sets it; training's own translators leave it None), as people type: sentence by sentence
-    (`by_sentence`), a sentence in one case alone recased (inference/casing.py), a translation
-    that loops searched again without its loop (inference/loop_guard.py); and the `with` block
+    (`by_sentence`), a sentence in one case alone recased (inference/casing.py), its numbers
+    copied as written (inference/numbers.py), a translation that loops searched again without its
+    loop (inference/loop_guard.py); and the `with` block
     that ends in `close()`."""
 
     split_lang: str | None = None

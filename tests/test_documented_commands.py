@@ -296,6 +296,7 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="data.augment.no_final_punct=0.25 hydra.run.dir=runs/hour_nfp25"': Command(short=SHORT),
     'make train ARGS="seed=2 hydra.run.dir=runs/hour_seed2"': Command(short=SHORT),
     'make train ARGS="experiment=plain seed=2 hydra.run.dir=runs/hour_plain2"': Command(short=SHORT),
+    'make train ARGS="hydra.run.dir=runs/hour_numbers"': Command(short=SHORT),
     '.venv/bin/python -m analysis.formulas -c runs/RUN "Ein Hund rennt durch den Schnee."': Command(
         needs=RUN_NEEDS, check="== decoding =="
     ),

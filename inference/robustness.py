@@ -17,6 +17,7 @@ from sacrebleu.metrics import BLEU
 
 from data.augment import without_final_punctuation
 from inference.loop_guard import has_loop
+from inference.numbers import NUMBER
 
 Translate = Callable[[list[str]], list[str]]
 
@@ -72,14 +73,14 @@ def numbered(
 ) -> list[tuple[str, str, str]]:
     """(source, reference, number) for each pair that holds the same number word (two to ten) once
     on each side, both replaced by one random number (`random_number`; seeded: the same pairs and
-    numbers every time): "Zwei Hunde" / "Two dogs" -> "4071 Hunde" / "4071
-    dogs". Nothing for a language without NUMBER_WORDS."""
+    numbers every time): "Zwei Hunde" / "Two dogs" -> "4071 Hunde" / "4071 dogs". Nothing for a
+    language without NUMBER_WORDS."""
     if not all(language in NUMBER_WORDS for language in languages):
         return []
+    words = [tuple(_number_word(language, value) for language in languages) for value in range(2, 11)]
     rng, found = np.random.default_rng(0), []
     for source, reference in zip(sources, references):
-        for value in range(2, 11):
-            src_word, ref_word = (_number_word(language, value) for language in languages)
+        for src_word, ref_word in words:
             if len(src_word.findall(source)) == len(ref_word.findall(reference)) == 1:
                 number = random_number(rng)
                 found.append((src_word.sub(number, source), ref_word.sub(number, reference), number))
@@ -89,7 +90,7 @@ def numbered(
 
 def copied(number: str, output: str) -> bool:
     """Whether `output` holds `number` whole (not as a part of a longer one)."""
-    return re.search(rf"(?<!\d){number}(?!\d)", output) is not None
+    return number in NUMBER.findall(output)
 
 
 def robustness(

@@ -210,12 +210,17 @@ def test_the_tab_draws_only_maps_of_the_selection_and_refreshes_only_on_news(chr
         chrome.get(f"{board.url}/data/plugin_entry.html?name=attention")  # what the tab's frame loads
         wait_for(chrome, lambda d: drawing(d)[0] == ".|240|0|cross|0|mean|map", "the first heatmap")
 
-        # refreshes that find nothing new leave the drawing, and what the pointer lit on it, alone
+        # refreshes that find nothing new leave the drawing, and what the pointer lit on it, alone;
+        # and the lists' options too (once rebuilt every refresh: an open list closed under the
+        # pointer, and an option picked during a refresh was gone before its click)
         cell = chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="1"][data-k="0"]')
         ActionChains(chrome).move_to_element(cell).perform()
-        chrome.execute_script("document.getElementById('heatmap').dataset.mark = 'before'")
+        mark_all = "document.querySelectorAll('#heatmap, select option').forEach((e) => { e.dataset.mark = 'before'; })"
+        marks = "return Array.from(document.querySelectorAll('#heatmap, select option'), (e) => e.dataset.mark || '')"
+        chrome.execute_script(mark_all)
         chrome.execute_script("return new Promise((done) => setTimeout(done, 1500))")  # ~5 refreshes
-        assert chrome.execute_script("return document.getElementById('heatmap').dataset.mark") == "before"
+        kept = chrome.execute_script(marks)
+        assert len(kept) > 1 + 3 and set(kept) == {"before"}  # the heatmap, and the kinds' options at least
 
         # another kind, then another layer before its maps arrive: the old drawing stays whole
         # (never the old maps under the new labels), and the new maps are drawn when they come

@@ -12,8 +12,13 @@ export function node(tag, attributes = {}, parent = null, text = null) {
   return element;
 }
 
-/** A select's options as [value, text] pairs, keeping its value when still offered. */
+/** A select's options as [value, text] pairs, keeping its value when still offered. The same
+ * options leave the select untouched: the page's refresh every 30 s never closes a list that is
+ * open under the pointer, nor swaps the option being clicked. */
 export function setOptions(selectElement, options) {
+  const current = Array.from(selectElement.options, (option) => [option.value, option.textContent]);
+  if (current.length === options.length && current.every(([value, text], i) =>
+    value === String(options[i][0]) && text === String(options[i][1]))) return;
   const previous = selectElement.value;
   selectElement.replaceChildren(...options.map(([value, text]) => node('option', {value}, null, text)));
   if (options.some(([value]) => value === previous)) selectElement.value = previous;

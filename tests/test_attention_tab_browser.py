@@ -215,11 +215,10 @@ def test_the_tab_draws_only_maps_of_the_selection_and_refreshes_only_on_news(chr
         # pointer, and an option picked during a refresh was gone before its click)
         cell = chrome.find_element(By.CSS_SELECTOR, '#heatmap rect.cell[data-q="1"][data-k="0"]')
         ActionChains(chrome).move_to_element(cell).perform()
-        mark_all = "document.querySelectorAll('#heatmap, select option').forEach((e) => { e.dataset.mark = 'before'; })"
-        marks = "return Array.from(document.querySelectorAll('#heatmap, select option'), (e) => e.dataset.mark || '')"
-        chrome.execute_script(mark_all)
+        marked = "document.querySelectorAll('#heatmap, select option')"
+        chrome.execute_script(f"{marked}.forEach((e) => {{ e.dataset.mark = 'before'; }})")
         chrome.execute_script("return new Promise((done) => setTimeout(done, 1500))")  # ~5 refreshes
-        kept = chrome.execute_script(marks)
+        kept = chrome.execute_script(f"return Array.from({marked}, (e) => e.dataset.mark || '')")
         assert len(kept) > 1 + 3 and set(kept) == {"before"}  # the heatmap, and the kinds' options at least
 
         # another kind, then another layer before its maps arrive: the old drawing stays whole

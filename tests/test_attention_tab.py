@@ -14,6 +14,7 @@ from tensorboard.plugins.base_plugin import TBContext
 from werkzeug.test import Client
 
 from helpers import toy_sentences
+from helpers.processes import children
 from utils.checkpoint_files import checkpoint_step, step_checkpoint_path, step_checkpoints
 from viz.attention_store import read_step
 from viz.attention_tab.plugin import AttentionPlugin
@@ -193,6 +194,31 @@ def test_several_typed_sentences_are_split_as_translate_py_splits_them(plugin, c
     status, maps = get(plugin, "/maps", run=".", checkpoint="best", text=f"{first}  {second}", probe="1", kind="cross")
     assert status == 200
     np.testing.assert_allclose(maps["layers"][0], expected.maps["cross"][0].numpy(), atol=1e-3)
+
+
+def test_typed_text_of_several_batches_leaves_no_process_in_tensorboard(ci_run, monkeypatch):
+    """More typed sentences than a batch holds (32) are decoded in TensorBoard's own process:
+    the tab once forked decoding workers from the threaded server (a child forked while another
+    thread holds a lock can hang on it), and they stayed until the checkpoint changed."""
+    import viz.attention_tab.typed as typed
+
+    cores = os.cpu_count() or 1
+    if cores < 2:
+        pytest.skip("one core: a translator starts no worker processes, so none could be left")
+    sentences = toy_sentences("val")[:33]  # two batches
+    monkeypatch.setattr(typed, "MAX_PIECES", 10_000)  # the limit keeps a request short: this one is long on purpose
+    others, affinity = children(os.getpid()), os.sched_getaffinity(0)
+    # every core, as TensorBoard has them (not an xdist worker's one): the translator is sized by them
+    os.sched_setaffinity(0, range(cores))
+    try:  # a plugin of its own: the module's has its translator, sized by the cores it had then
+        plugin = AttentionPlugin(TBContext(logdir=str(ci_run)))
+        status, body = get(plugin, "/sentences", run=".", checkpoint="best", text=" ".join(sentences))
+    finally:
+        os.sched_setaffinity(0, affinity)
+    assert status == 200
+    assert [shown["source"] for shown in body["sentences"]] == sentences
+    assert all(shown["translation"] for shown in body["sentences"])
+    assert children(os.getpid()) == others
 
 
 def test_a_rewritten_checkpoint_is_never_shown_as_the_one_that_translated(ci_run, tmp_path):

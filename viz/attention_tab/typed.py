@@ -98,12 +98,19 @@ class TypedSentences:
     def _translator(self, version: tuple[str, str]):
         if self._loaded is None or self._loaded[0] != version:
             from inference import load_translator  # torch: only once a sentence is typed
+            from utils.device import usable_cores
 
             if self._loaded is not None:  # the old model goes before the new one loads
                 self._loaded[1].close()
             self._loaded = None
             try:
-                self._loaded = (version, load_translator(version[0], engine="minitrans", device="cpu"))
+                # one group of all the cores: every batch decoded here, never in forked workers (a
+                # threaded server must not fork: a child forked while another thread holds a lock
+                # can hang on it, and the workers would stay until the checkpoint changes)
+                translator = load_translator(
+                    version[0], engine="minitrans", device="cpu", threads_per_batch=usable_cores()
+                )
+                self._loaded = (version, translator)
             except UserError as error:
                 raise TypedError(str(error)) from None
         return self._loaded[1]

@@ -15,12 +15,11 @@ max_len_ratio, max_len_extra, batch_size) and translate alike (inference/contrac
 empty out; one line per translation.
 """
 
-from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
-from inference.argos_package import is_package, unpacked
+from inference.argos_package import is_package
 from inference.checkpoint import load_for_inference
 from inference.contract import Translating
 from inference.ct2_translator import CTranslate2Translator, is_export
@@ -81,16 +80,15 @@ def load_translator(
     exported = package or is_export(path)
     if engine == "ctranslate2" or (engine == "auto" and exported):
         device = torch.device(device)  # CTranslate2 names the kind ("cpu", "cuda") and the index apart
-        with unpacked(path) if package else nullcontext(path) as folder:  # loaded whole: the unpacked files can go
-            exported_translator = CTranslate2Translator(
-                folder,
-                settings,
-                device=device.type,
-                device_index=device.index or 0,
-                compute_type=compute_type,
-                threads=cores,
-                threads_per_batch=threads_per_batch,
-            )
+        exported_translator = CTranslate2Translator(
+            path,
+            settings,
+            device=device.type,
+            device_index=device.index or 0,
+            compute_type=compute_type,
+            threads=cores,
+            threads_per_batch=threads_per_batch,
+        )
         if split_sentences:
             exported_translator.split_lang = exported_translator.manifest.get("src_lang")
         return exported_translator

@@ -5,6 +5,7 @@ batches; one line per translation; and where text comes as people type it, a lin
 sentences translated sentence by sentence, a sentence in one case alone recased, numbers copied
 as written, a translation that loops searched again without its loop (`LineTranslator`)."""
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -17,7 +18,7 @@ from inference.search_config import SearchConfig
 _T = TypeVar("_T", bound="Translating")
 _L = TypeVar("_L", bound="LineTranslator")
 
-# Called as each batch is translated, with the number of its sentences (a progress bar's update)
+# Called as each batch is translated, with the number of lines it completes (a progress bar's update)
 Progress = Callable[[int], object] | None
 
 
@@ -35,7 +36,8 @@ class Translating(Protocol):
 
     def translate(self, sentences: Sequence[str], progress: Progress = None) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string.
-        `progress(n)` is called as each batch of n sentences is done."""
+        `progress(n)` is called as each batch is done, with the n lines it completes (of the
+        given lines, never more in all)."""
 
     def translate_nbest(
         self, sentences: Sequence[str], n_best: int, progress: Progress = None
@@ -80,16 +82,35 @@ def sentence_parts(line: str, lang: str) -> list[str]:
     return list(segment(lang, line)) if line.strip() else [line]
 
 
+def in_lines(progress: Progress, sentences: int, lines: int) -> Progress:
+    """`progress` told in lines while batches count `sentences` sentences of `lines` lines:
+    after s sentences, s * lines // sentences lines in all, so that the count never passes
+    `lines` and reaches it with the last sentence."""
+    if progress is None or not sentences:
+        return progress
+    done = told = 0
+
+    def update(n: int) -> None:
+        nonlocal done, told
+        done += n
+        if (now := done * lines // sentences) > told:
+            progress(now - told)
+            told = now
+
+    return update
+
+
 def by_sentence(
     lines: Sequence[str],
     lang: str,
-    nbest_of: Callable[[list[str]], list[list[tuple[str, float]]]],
+    nbest_of: Callable[[list[str], Progress], list[list[tuple[str, float]]]],
     recase: Callable[[str], str],
+    progress: Progress = None,
 ) -> list[list[tuple[str, float]]]:
     """Each line split into its sentences (`sentence_parts`), all the sentences searched together by `nbest_of`,
     and each line put back: its i-th best is its sentences' i-th best (a sentence's last where it
     has fewer) joined with the line's own spacing, scored by the sum of their scores. A line of
-    one sentence is translated as it is.
+    one sentence is translated as it is. `progress` counts the lines that are not blank.
 
     A sentence written in one case alone goes to the model `recase`d (inference/casing.py), and
     the translations of one in capitals come back in capitals; its numbers go as one-digit
@@ -98,7 +119,10 @@ def by_sentence(
     sentences = [part.strip() for line in parts for part in line]
     loud = [shouted(sentence) for sentence in sentences]
     standing = [with_stand_ins(sentence) for sentence in sentences]  # (what the model reads, its numbers)
-    found = nbest_of([recase(s) if capitals or uncased(s) else s for (s, _), capitals in zip(standing, loud)])
+    lines_progress = in_lines(progress, sum(map(bool, sentences)), sum(bool(line.strip()) for line in lines))
+    found = nbest_of(
+        [recase(s) if capitals or uncased(s) else s for (s, _), capitals in zip(standing, loud)], lines_progress
+    )
     found = [
         [(restored(t.upper() if capitals else t, numbers), score) for t, score in h]
         for h, capitals, (_, numbers) in zip(found, loud, standing)
@@ -119,6 +143,14 @@ def by_sentence(
     return results
 
 
+class _CallState(threading.local):
+    """A translator's state of the last call, one for each thread (threading.local)."""
+
+    def __init__(self) -> None:
+        self.truncated = 0  # sources cut to the model's max_len
+        self.last_hypotheses: list = []  # inference/translator.py's, in input order
+
+
 class LineTranslator:
     """`translate` and `translate_nbest` of lines for an engine that searches sentences
     (`_translate`: best texts; `_search`: n-best pieces, suppressing what it is told): each line
@@ -127,11 +159,25 @@ class LineTranslator:
     (`by_sentence`), a sentence in one case alone recased (inference/casing.py), its numbers
     copied as written (inference/numbers.py), a translation that loops searched again without its
     loop (inference/loop_guard.py); and the `with` block
-    that ends in `close()`."""
+    that ends in `close()`. Threads may share one: what a call leaves for its caller to read
+    (`truncated`) is kept for each thread apart."""
 
     split_lang: str | None = None
     tokenizer: Tokenizer
-    truncated: int  # sources cut to the model's max_len by the last call
+
+    def _this_thread(self) -> "_CallState":
+        """What this thread's last call left: a translator is shared between threads (a web
+        server's), and each caller reads its own call's counts."""
+        return self.__dict__.setdefault("_call_state", _CallState())  # setdefault: one for all threads
+
+    @property
+    def truncated(self) -> int:
+        """Sources cut to the model's max_len by this thread's last call."""
+        return self._this_thread().truncated
+
+    @truncated.setter
+    def truncated(self, count: int) -> None:
+        self._this_thread().truncated = count
 
     def _translate(self, sentences: Sequence[str], progress: Progress) -> list[str]:
         raise NotImplementedError
@@ -163,7 +209,7 @@ class LineTranslator:
 
     def translate(self, lines: Sequence[str], progress: Progress = None) -> list[str]:
         """One translation per line, in input order; blank input gives an empty string.
-        `progress(n)` is called as each batch of n sentences is done."""
+        `progress(n)` is called as each batch is done, with the n lines it completes."""
         if self.split_lang is None:
             return self._translate(lines, progress)
         return [hyps[0][0] if hyps else "" for hyps in self.translate_nbest(lines, 1, progress)]
@@ -177,8 +223,9 @@ class LineTranslator:
         return by_sentence(
             lines,
             self.split_lang,
-            lambda sentences: self._nbest(sentences, n_best, progress),
+            lambda sentences, lines_progress: self._nbest(sentences, n_best, lines_progress),
             lambda sentence: recased(sentence, self.tokenizer.src, self.tokenizer.src_form_of),
+            progress,
         )
 
     def close(self) -> None:

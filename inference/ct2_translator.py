@@ -16,12 +16,16 @@ measures both layouts). The output is the same whatever the number of workers.
 """
 
 import json
+import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from data import Tokenizer
+from inference.argos_package import is_package, unpacked
 from inference.contract import LineTranslator, Progress, length_sorted_batches, one_line, source_ids
 from inference.ct2_export import MANIFEST
 from inference.search_config import SearchConfig
@@ -35,15 +39,19 @@ def is_export(path: str | Path) -> bool:
 
 
 class CTranslate2Translator(LineTranslator):
-    """Translates batches of sentences with CTranslate2, searching as `search` says; `device` is
-    "cpu" or "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's (default:
-    the weights' own type; int8 quantizes on load); `threads` the CPU cores to use (0: all this
+    """Translates batches of sentences with CTranslate2, searching as `search` says; `path` is an
+    export folder or an Argos package (its model unpacked while it loads); `device` is "cpu" or
+    "cuda" and `device_index` the GPU's number; `compute_type` is CTranslate2's (default: the
+    weights' own type; int8 quantizes on load); `threads` the CPU cores to use (0: all this
     process may use), `threads_per_batch` of them on each batch (1: a batch per core, measured
-    fastest for this project's models; bench/decode.py tries the others)."""
+    fastest for this project's models; bench/decode.py tries the others).
+
+    Threads may share one translator: CTranslate2's engine takes their batches side by side, and
+    each thread reads its own call's `truncated`."""
 
     def __init__(
         self,
-        folder: str | Path,
+        path: str | Path,
         search: SearchConfig = SearchConfig(),
         device: str = "cpu",
         device_index: int = 0,
@@ -52,60 +60,77 @@ class CTranslate2Translator(LineTranslator):
         threads_per_batch: int = 1,
     ) -> None:
         try:
-            import ctranslate2
+            import ctranslate2  # noqa: F401 - said here, before anything is unpacked or read
         except ImportError:
             raise UserError("the ctranslate2 engine needs the ctranslate2 package: pip install ctranslate2") from None
-        folder = Path(folder).expanduser()
-        if not is_export(folder):
-            raise UserError(
-                f"{folder} is not a minitrans CTranslate2 export (no {MANIFEST} and model.bin); "
-                "make one with: python export.py -c RUN DIR"
-            )
-        try:
-            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-            models = [(folder / name).read_bytes() for name in manifest["spm"]]
-            forms = manifest.get("src_forms")  # an export written before they were kept has none
-            forms = (folder / forms).read_text(encoding="utf-8").splitlines() if forms else ()
-            self.tokenizer = Tokenizer(models[0], models[-1], forms)
-            self.manifest, self.max_len, self.pieces = manifest, manifest["max_len"], manifest["special_pieces"]
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # RuntimeError: SentencePiece's
-            raise UserError(
-                f"{folder} is not a readable export ({type(e).__name__}: {one_line(str(e))[:200]}); "
-                "export it again with: python export.py -c RUN DIR --force"
-            ) from None
-        self.search = search.fits(self.max_len)
+        self.path = Path(path).expanduser()
         cores = threads or usable_cores()
         per_batch = min(threads_per_batch, cores)
-        workers = cores // per_batch if device == "cpu" else 1  # a GPU takes one batch at a time
+        self._engine_settings = {
+            "device": device,
+            "device_index": device_index,
+            "compute_type": compute_type,
+            "inter_threads": cores // per_batch if device == "cpu" else 1,  # a GPU takes one batch at a time
+            "intra_threads": per_batch,
+        }
+        self._loading = threading.Lock()  # one thread loads a closed engine again, the others wait for it
+        with self._folder() as folder:
+            if not is_export(folder):
+                raise UserError(
+                    f"{folder} is not a minitrans CTranslate2 export (no {MANIFEST} and model.bin); "
+                    "make one with: python export.py -c RUN DIR"
+                )
+            try:
+                manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+                models = [(folder / name).read_bytes() for name in manifest["spm"]]
+                forms = manifest.get("src_forms")  # an export written before they were kept has none
+                forms = (folder / forms).read_text(encoding="utf-8").splitlines() if forms else ()
+                self.tokenizer = Tokenizer(models[0], models[-1], forms)
+                self.manifest, self.max_len, self.pieces = manifest, manifest["max_len"], manifest["special_pieces"]
+            except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # RuntimeError: SentencePiece's
+                raise UserError(
+                    f"{folder} is not a readable export ({type(e).__name__}: {one_line(str(e))[:200]}); "
+                    "export it again with: python export.py -c RUN DIR --force"
+                ) from None
+            self.engine: Any = self._load(folder)
+        self.search = search.fits(self.max_len)
+
+    def _folder(self) -> AbstractContextManager[Path]:
+        """The export's folder, for as long as the block lasts: a package's is unpacked anew."""
+        return unpacked(self.path) if is_package(self.path) else nullcontext(self.path)
+
+    def _load(self, folder: Path) -> Any:
+        """CTranslate2's translator of the export in `folder`; it holds the whole model in memory."""
+        import ctranslate2
+
         # CTranslate2 sets this thread's OpenMP threads to intra_threads as it loads the model, and
-        # torch shares that OpenMP runtime: the host's torch threads are set back after (here and
-        # where a closed translator loads it again); CTranslate2's own workers keep theirs
+        # torch shares that OpenMP runtime: the host's torch threads are set back after; CTranslate2's
+        # own workers keep theirs
         try:
             with torch_threads(None):
-                self.engine = ctranslate2.Translator(
-                    str(folder),
-                    device=device,
-                    device_index=device_index,
-                    compute_type=compute_type,
-                    inter_threads=workers,
-                    intra_threads=per_batch,
-                )
+                return ctranslate2.Translator(str(folder), **self._engine_settings)
         except Exception as e:  # noqa: BLE001 - a corrupt model.bin fails with RuntimeError, ValueError, IndexError...
             raise UserError(f"CTranslate2 cannot load {folder}: {one_line(str(e)) or type(e).__name__}") from None
-        self.truncated = 0
+
+    def _loaded(self) -> Any:
+        """The engine, loaded again (from the export, or unpacked again from the package) if closed."""
+        with self._loading:
+            if self.engine is None:
+                with self._folder() as folder:
+                    self.engine = self._load(folder)
+            return self.engine
 
     def close(self) -> None:
-        """Unload the model (CTranslate2's threads stay until the engine is collected); a later
-        call loads it again."""
-        self.engine.unload_model()
+        """Let the model and CTranslate2's threads go (a search under way keeps them until it
+        ends); a later call loads it again."""
+        with self._loading:
+            self.engine = None
 
     def _search(
         self, sentences: Sequence[str], n_best: int, progress: Progress, suppress: Sequence[Sequence[str]] = ()
     ) -> list[list[tuple[list[str], float]]]:
         """(output pieces, score) of the n best hypotheses of each sentence; [] for a blank one."""
-        if not self.engine.model_is_loaded:  # closed earlier
-            with torch_threads(None):
-                self.engine.load_model()
+        engine = self._loaded()
         ids, self.truncated = source_ids(self.tokenizer, sentences, self.max_len)
         sources = [[self.tokenizer.src.id_to_piece(i) for i in x] for x in ids]
         results: list[list[tuple[list[str], float]]] = [[] for _ in sources]
@@ -117,7 +142,9 @@ class CTranslate2Translator(LineTranslator):
         # take them in turn, and none is left with a long one at the end while the others idle.
         # CTranslate2 takes one length limit a batch: its longest source's.
         chunks = list(reversed(list(length_sorted_batches(sources, search.batch_size))))
-        submitted = [self._submit([sources[i] for i in chunk], n_best, limits[chunk[-1]], suppress) for chunk in chunks]
+        submitted = [
+            self._submit(engine, [sources[i] for i in chunk], n_best, limits[chunk[-1]], suppress) for chunk in chunks
+        ]
         for chunk, found in zip(chunks, submitted):  # read in the order sent: about the order they finish
             for i, waiting in zip(chunk, found):
                 result = waiting.result()
@@ -132,16 +159,18 @@ class CTranslate2Translator(LineTranslator):
             if any(len(pieces) > limits[i] for pieces, _ in hyps):
                 over.setdefault(limits[i], []).append(i)
         for limit, again in over.items():
-            for i, waiting in zip(again, self._submit([sources[i] for i in again], n_best, limit, suppress)):
+            for i, waiting in zip(again, self._submit(engine, [sources[i] for i in again], n_best, limit, suppress)):
                 result = waiting.result()
                 results[i] = list(zip(result.hypotheses, result.scores))
         return results
 
-    def _submit(self, sources: list[list[str]], n_best: int, limit: int, suppress: Sequence[Sequence[str]]) -> list:
-        """The search of one batch of source pieces, submitted (CTranslate2's async results);
-        no output holds a piece sequence of `suppress`."""
+    def _submit(
+        self, engine: Any, sources: list[list[str]], n_best: int, limit: int, suppress: Sequence[Sequence[str]]
+    ) -> list:
+        """The search of one batch of source pieces by `engine`, submitted (CTranslate2's async
+        results); no output holds a piece sequence of `suppress`."""
         search = self.search
-        return self.engine.translate_batch(
+        return engine.translate_batch(
             sources,
             beam_size=search.beam_size,
             num_hypotheses=n_best,

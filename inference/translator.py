@@ -1,6 +1,7 @@
 """Sentences in, sentences out: tokenize, batch by length, search, detokenize, restore order."""
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,11 @@ class Translator(LineTranslator):
             block, or when the translator is garbage-collected).
         threads: torch's threads while this process decodes (None: as they are); set back after
             each call, so that the host process's setting is left as it was.
+
+    Threads may share one translator (a web server's): one search runs at a time, on all the
+    cores it was given (the worker processes read and write the same pipes, and the model's
+    mode and threads are set around each search), and each thread reads its own call's
+    `truncated` and `last_hypotheses`.
     """
 
     def __init__(
@@ -68,13 +74,18 @@ class Translator(LineTranslator):
         self.bf16 = bf16
         self.threads = threads
         self.workers = BatchWorkers(workers, threads_per_worker) if workers > 1 and can_fork() else None
-        self.truncated = 0  # sources cut to the model's max_len by the last call
-        self.last_hypotheses: list[list[Hypothesis]] = []  # of the last call, in input order
+        self._searching = threading.RLock()  # one search at a time, whichever thread calls
+
+    @property
+    def last_hypotheses(self) -> list[list[Hypothesis]]:
+        """The hypotheses of this thread's last call, in input order."""
+        return self._this_thread().last_hypotheses
 
     def close(self) -> None:
         """Stop the worker processes, if any were started; a later call starts new ones."""
         if self.workers is not None:
-            self.workers.close()
+            with self._searching:  # not under a search that uses them
+                self.workers.close()
 
     @property
     def device(self) -> torch.device:
@@ -129,20 +140,21 @@ class Translator(LineTranslator):
             Batch([src_ids[i] for i in chunk], self.search, n_best, self.use_cache, suppress) for chunk in chunks
         ]
         done = (lambda batch: progress(len(batch.sources))) if progress else None
-        if self.workers is not None and len(batches) > 1:
-            found = self.workers.map(self.find_batch, batches, cost=Batch.cost, done=done)
-        else:
-            found = []
-            with torch_threads(self.threads):
-                for batch in batches:
-                    found.append(self.find_batch(batch))
-                    if done:
-                        done(batch)
+        with self._searching:
+            if self.workers is not None and len(batches) > 1:
+                found = self.workers.map(self.find_batch, batches, cost=Batch.cost, done=done)
+            else:
+                found = []
+                with torch_threads(self.threads):
+                    for batch in batches:
+                        found.append(self.find_batch(batch))
+                        if done:
+                            done(batch)
         results: list[list[Hypothesis]] = [[] for _ in src_ids]
         for chunk, hypotheses in zip(chunks, found):
             for i, hyps in zip(chunk, hypotheses):
                 results[i] = hyps
-        self.last_hypotheses = results
+        self._this_thread().last_hypotheses = results
         return results
 
     def translate_ids(self, src_ids: Sequence[list[int]], progress: Progress = None) -> list[list[int]]:
@@ -177,7 +189,7 @@ class Translator(LineTranslator):
         result: list[SentenceAttention | None] = [None] * len(sentences)
         if not rows:  # no sentence has a piece: nothing to run the model on
             return result
-        with torch_threads(self.threads):
+        with self._searching, torch_threads(self.threads):
             maps = collect_attention(
                 self.model,
                 self.tokenizer,

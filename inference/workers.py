@@ -13,9 +13,14 @@ in the order asked.
 
 Each worker has a pipe of its own, and the parent waits on the pipes and on the processes
 together: a worker that dies (kill -9, the out-of-memory killer) ends the call at once with
-`WorkerDied`, never a wait for a result that cannot come. The workers stop with `close()`, when
-their owner is garbage-collected, or when the interpreter exits; nothing that stops them refers
-to their owner, so that the owner can be collected.
+`WorkerDied`, never a wait for a result that cannot come; so does one that died while idle,
+between two calls, found before the call sends it anything. After a `WorkerDied` the next call
+starts new workers. The workers stop with `close()`, when their owner is garbage-collected, or
+when the interpreter exits; nothing that stops them refers to their owner, so that the owner can
+be collected.
+
+A `BatchWorkers` serves one call at a time: every call reads the same pipes, so its owner
+(inference/translator.py) holds a lock around its calls when threads share it.
 """
 
 import multiprocessing
@@ -128,10 +133,17 @@ class BatchWorkers:
 
         def send_next(connection: Connection) -> None:
             if (i := next(waiting, None)) is not None:
-                connection.send(batches[i])
+                try:
+                    connection.send(batches[i])
+                except OSError:  # BrokenPipeError: it died since it last answered
+                    raise WorkerDied(f"a decoding worker process {_how_it_ended(processes[connection])}") from None
                 busy[connection] = i
 
+        processes = {connection: process for process, connection in self.processes}
         try:
+            for process, _ in self.processes:  # one that died while idle, since the last call
+                if not process.is_alive():
+                    raise WorkerDied(f"a decoding worker process {_how_it_ended(process)} while idle")
             for _, connection in self.processes:
                 send_next(connection)
             while busy:

@@ -77,6 +77,36 @@ def ci_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def ci_export(ci_run, tmp_path_factory):
+    """The ci run exported to CTranslate2 (float32) as a user exports it, once for all workers:
+    read only (a test that changes an export makes its own)."""
+    from helpers import run_script
+    from helpers.shared import shared_folder
+
+    return (
+        shared_folder(
+            tmp_path_factory, "ci_export", lambda folder: run_script("export.py", "-c", ci_run, folder / "export")
+        )
+        / "export"
+    )
+
+
+@pytest.fixture(scope="session")
+def ci_package(ci_run, tmp_path_factory):
+    """The ci run exported as an Argos package as a user does it (into a folder: the file is named
+    after the package), once for all workers: read only."""
+    from helpers import run_script
+    from helpers.shared import shared_folder
+
+    def make(folder):
+        done = run_script("export.py", "-c", ci_run, folder, "--to", "argos")
+        assert f"wrote {folder / 'minitrans-de_en-1_0.argosmodel'} (Argos Translate package" in done.stdout
+        assert "install_from_path" in done.stdout
+
+    return shared_folder(tmp_path_factory, "ci_package", make) / "minitrans-de_en-1_0.argosmodel"
+
+
+@pytest.fixture(scope="session")
 def trained(ci_run):
     """The ci run's best model and its tokenizer, loaded once."""
     from inference.checkpoint import load_for_inference

@@ -29,14 +29,10 @@ ARGOS_LIMIT = 256
 
 
 @pytest.fixture(scope="module")
-def package(ci_run, tmp_path_factory) -> Path:
-    """The ci run exported as a user does it, into a folder: the file is named after the package."""
-    folder = tmp_path_factory.mktemp("packages")
-    done = run_script("export.py", "-c", ci_run, folder, "--to", "argos")
-    path = folder / f"{NAME}.argosmodel"
-    assert f"wrote {path} (Argos Translate package" in done.stdout
-    assert "install_from_path" in done.stdout
-    return path
+def package(ci_package) -> Path:
+    """The ci run exported as a user does it (tests/conftest.py), named after the package."""
+    assert ci_package.name == f"{NAME}.argosmodel"
+    return ci_package
 
 
 def test_the_package_holds_what_argostranslate_reads(package, ci_run):
@@ -80,11 +76,24 @@ def test_name_and_version_are_settings_and_force_replaces_a_package(ci_run, tmp_
     assert path.stat().st_mtime_ns != earlier and zipfile.ZipFile(path).testzip() is None
 
 
-def test_translate_py_reads_the_package_as_the_export_in_it(package, ci_run, tmp_path):
-    run_script("export.py", "-c", ci_run, tmp_path / "export")
+def test_translate_py_reads_the_package_as_the_export_in_it(package, ci_export):
     through_package = run_script("translate.py", "-c", package, *SENTENCES).stdout
-    through_export = run_script("translate.py", "-c", tmp_path / "export", *SENTENCES).stdout
+    through_export = run_script("translate.py", "-c", ci_export, *SENTENCES).stdout
     assert through_package == through_export and len(through_package.splitlines()) == len(SENTENCES)
+
+
+def test_a_package_translator_translates_after_close(package):
+    """close() and the end of a `with` block let the model go, long after the package's files
+    were unpacked and removed; the next call loads it again from the package, alike."""
+    sentences = toy_sentences()[:5]
+    translator = load_translator(package)
+    first = translator.translate(sentences)
+    translator.close()
+    assert translator.translate(sentences) == first
+    with translator:
+        assert translator.translate(sentences) == first
+    assert translator.translate(sentences) == first
+    translator.close()
 
 
 ARGOS = """

@@ -2,14 +2,14 @@
 sentence by sentence and put back (the engines' own behaviour: test_translator.py,
 test_ct2_export.py; translate.py's: test_translate.py)."""
 
-from inference.contract import by_sentence
+from inference.contract import Progress, by_sentence
 
 
 def as_typed(sentence: str) -> str:
     return sentence
 
 
-def stub(sentences: list[str]) -> list[list[tuple[str, float]]]:
+def stub(sentences: list[str], progress: Progress = None) -> list[list[tuple[str, float]]]:
     """A 'translation' that shows what it was given: each sentence upper-cased, two hypotheses
     (the second with an x), none for a blank one."""
     return [[(s.upper(), -1.0), (s.upper() + "x", -2.0)] if s.strip() else [] for s in sentences]
@@ -18,7 +18,7 @@ def stub(sentences: list[str]) -> list[list[tuple[str, float]]]:
 def test_a_paragraph_is_translated_sentence_by_sentence_and_joined_back_with_its_spacing():
     lines = ["Ein Hund rennt.  Zwei Katzen schlafen!\tWo ist er?", "", "Ein Satz.", "   ", "Hund"]
     given: list[list[str]] = []
-    out = by_sentence(lines, "de", lambda sentences: given.append(sentences) or stub(sentences), as_typed)
+    out = by_sentence(lines, "de", lambda sentences, _: given.append(sentences) or stub(sentences), as_typed)
     assert given == [["Ein Hund rennt.", "Zwei Katzen schlafen!", "Wo ist er?", "", "Ein Satz.", "", "Hund"]]
     assert len(out) == len(lines)  # one result a line, in order
     assert out[0] == [
@@ -36,7 +36,7 @@ def test_a_line_break_between_sentences_becomes_a_space():
 
 
 def test_sentences_with_fewer_hypotheses_repeat_their_last():
-    def uneven(sentences):
+    def uneven(sentences, _):
         return [[(s, -1.0)] if i == 0 else [(s, -1.0), (s + "?", -3.0)] for i, s in enumerate(sentences)]
 
     [out] = by_sentence(["Eins. Zwei."], "de", uneven, as_typed)
@@ -48,13 +48,13 @@ def test_a_sentence_in_one_case_goes_to_the_model_recased_and_capitals_come_back
     out = by_sentence(
         ["EIN MANN FÄHRT FAHRRAD. Zwei Hunde.", "USA", "Ein Hund.", "ein hund rennt", "42"],
         "de",
-        lambda s: given.append(s) or [[(t, -1.0)] for t in s],
+        lambda s, _: given.append(s) or [[(t, -1.0)] for t in s],
         lambda sentence: f"<{sentence}>",  # what recasing was given, marked
     )
     assert given == [["<EIN MANN FÄHRT FAHRRAD.>", "Zwei Hunde.", "<USA>", "Ein Hund.", "<ein hund rennt>", "2"]]
     assert out[0][0][0] == "<EIN MANN FÄHRT FAHRRAD.> Zwei Hunde." and out[1][0][0] == "<USA>" and out[4][0][0] == "42"
     given.clear()
-    [[(loud, _)]] = by_sentence(["EIN HUND."], "de", lambda s: given.append(s) or [[("a dog.", -1.0)]], str.title)
+    [[(loud, _)]] = by_sentence(["EIN HUND."], "de", lambda s, _: given.append(s) or [[("a dog.", -1.0)]], str.title)
     assert given == [["Ein Hund."]] and loud == "A DOG."
 
 
@@ -63,7 +63,7 @@ def test_numbers_go_to_the_model_as_stand_ins_and_come_back_as_written():
     hypothesis gets them back, also in capitals; a digit the model adds is left as it is."""
     given: list[list[str]] = []
 
-    def model(sentences):
+    def model(sentences, _):
         given.append(sentences)
         return [[(s.replace("Hunde", "dogs") + " 7", -1.0), (s, -2.0)] for s in sentences]
 
@@ -71,3 +71,21 @@ def test_numbers_go_to_the_model_as_stand_ins_and_come_back_as_written():
     assert given == [["Sie sahen 2 Hunde und 3 Hunde.", "dann kamen 2 hunde und 3 hunde!"]]
     assert out[0][0] == "Sie sahen 12 dogs und 1999 dogs. 7 DANN KAMEN 3 HUNDE UND 12 HUNDE! 7"
     assert out[1][0] == "Sie sahen 12 Hunde und 1999 Hunde. DANN KAMEN 3 HUNDE UND 12 HUNDE!"
+
+
+def test_progress_counts_lines_not_sentences():
+    """Three lines of three sentences, a blank line and a line of one, searched in batches of
+    two sentences: the progress told is in lines, never past the 4 lines that hold a sentence,
+    and reaches them with the last batch."""
+    lines = ["Eins. Zwei. Drei.", "Vier. Fünf. Sechs.", "", "Sieben. Acht. Neun.", "Zehn."]
+    told: list[int] = []
+
+    def batched(sentences, progress):
+        searched = [s for s in sentences if s]
+        for start in range(0, len(searched), 2):  # as an engine calls it, a batch at a time
+            progress(len(searched[start : start + 2]))
+            assert sum(told) <= 4
+        return stub(sentences)
+
+    by_sentence(lines, "de", batched, as_typed, told.append)
+    assert sum(told) == 4 and all(n > 0 for n in told)

@@ -8,11 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
-from helpers import ROOT, run_script, toy_sentences
+from helpers import ROOT, toy_sentences
 from helpers.commands import command
 from helpers.processes import all_cores, children
 
@@ -88,16 +89,15 @@ def test_a_killed_worker_ends_translate_py_with_one_line(ci_run, tmp_path):
     assert not children(process.pid)
 
 
-def test_a_translator_leaves_torch_threads_as_it_found_them(ci_run, tmp_path):
+def test_a_translator_leaves_torch_threads_as_it_found_them(ci_run, ci_export):
     """load_translator and translating with either engine (ours decodes on its own thread count,
     CTranslate2 sets the OpenMP threads it shares with torch) leave torch's threads as they were."""
     from inference import load_translator
 
-    run_script("export.py", "-c", ci_run, tmp_path / "export")
     before = torch.get_num_threads()
     torch.set_num_threads(3)  # neither the cores here nor a count either engine would choose
     try:
-        for path in (ci_run, tmp_path / "export"):
+        for path in (ci_run, ci_export):
             with load_translator(path, threads=1, threads_per_batch=1) as translator:
                 assert torch.get_num_threads() == 3
                 translator.translate(toy_sentences()[:10])
@@ -148,3 +148,82 @@ def test_an_error_in_a_worker_is_raised_here():
     with pytest.raises(ValueError, match="cannot decode 3"):
         workers.map(fails, [1, 2, 3], cost=lambda batch: batch)
     assert children(os.getpid()) == others  # stopped with the error
+
+
+def _square(batch: int) -> int:
+    return batch * batch
+
+
+def _kill_and_wait(pid: int) -> None:
+    """kill -9 `pid`, back once it has ended (a zombie until its parent reaps it)."""
+    os.kill(pid, signal.SIGKILL)
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # reaped
+            return
+        if state == "Z":
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("moment", ["before the first call", "between two calls"])
+def test_a_worker_that_died_while_idle_ends_the_next_call(moment):
+    """A worker killed before it was sent anything (started, idle) or between two calls: the
+    next call raises WorkerDied saying how it ended, never BrokenPipeError or a result short of a
+    batch; the call after that starts new workers and gets every result."""
+    from inference.workers import BatchWorkers, WorkerDied
+
+    others = children(os.getpid())
+    workers = BatchWorkers(2)
+    if moment == "before the first call":
+        workers.start(_square)
+    else:
+        assert workers.map(_square, [1, 2, 3], cost=float) == [1, 4, 9]
+    first = [process.pid for process, _ in workers.processes]
+    _kill_and_wait(first[0])
+    with pytest.raises(WorkerDied, match="a decoding worker process was killed by SIGKILL"):
+        workers.map(_square, [1, 2, 3, 4], cost=float)
+    assert children(os.getpid()) == others  # the other one stopped with it
+    assert workers.map(_square, [1, 2, 3, 4], cost=float) == [1, 4, 9, 16]
+    assert not {process.pid for process, _ in workers.processes} & set(first)
+    workers.close()
+
+
+@needs_two_cores
+def test_a_worker_killed_between_two_typed_lines_ends_translate_py_with_one_line(ci_run, tmp_path):
+    """translate.py --interactive: the first line (of more sentences than a batch holds, so that
+    the workers decode it) is translated, a worker is killed while idle, two more lines are
+    typed: exit status 1 with one line naming what happened, the -o file as it was, no worker left."""
+    (tmp_path / "out.en").write_text("earlier\n")
+    args = ["-c", ci_run, "--threads", "2", "--batch-size", "4", "--interactive", "-o", tmp_path / "out.en"]
+    process = subprocess.Popen(
+        command("translate.py", *args),
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=all_cores,
+    )
+    try:
+        process.stdin.write(" ".join(toy_sentences()[:12]) + "\n")  # 12 sentences: 3 batches of 4
+        process.stdin.flush()
+        while len(workers := sorted(children(process.pid))) < 2:
+            assert process.poll() is None, "translate.py ended before its workers started"
+            time.sleep(0.01)
+        deadline = time.monotonic() + 120
+        while "pipe_read" not in Path(f"/proc/{process.pid}/wchan").read_text():  # waits for the next line
+            assert time.monotonic() < deadline, "the first line was never translated"
+            time.sleep(0.05)
+        _kill_and_wait(workers[0])
+        more = " ".join(toy_sentences()[12:24]) + "\n" + toy_sentences()[24] + "\n"
+        stderr = process.communicate(more, timeout=120)[1]
+    finally:
+        process.kill()
+    assert process.returncode == 1 and "Traceback" not in stderr, stderr
+    said = stderr.strip().splitlines()
+    assert len(said) == 1, stderr
+    assert said[0].startswith("error: a decoding worker process was killed by SIGKILL"), said[0]
+    assert f"after 1 of the lines; {tmp_path / 'out.en'} is as it was" in said[0], said[0]
+    assert (tmp_path / "out.en").read_text() == "earlier\n"
+    assert not children(process.pid)

@@ -18,7 +18,8 @@ As written, except:
   is the environment tests/helpers/argos.py made once by the README's command, and with the
   network closed;
 - what takes an hour or minutes gets its short form: Hydra overrides (or a benchmark's own
-  options) appended that shrink steps and data (SHORT), and the test says so. The vocabulary
+  options) appended that shrink steps and data (SHORT), a benchmark at its smallest size (a few
+  sentences or lines), and the test says so. The vocabulary
   shrinks with the data: SentencePiece cannot learn 8,000 pieces from a few hundred sentences.
 """
 
@@ -273,10 +274,10 @@ COMMANDS: dict[str, Command] = {
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),
     ".venv/bin/python bench/translate_file.py -c runs/RUN --lines 10000": Command(
-        short="--lines 300", needs=RUN_NEEDS, check="300 of 300 identical"
+        short="--lines 40", needs=RUN_NEEDS, check="40 of 40 identical"
     ),
     ".venv/bin/python bench/translate_file.py -c runs/RUN --lines 1000000 --engines ctranslate2 "
-    "--default-only": Command(short="--lines 300", needs=RUN_NEEDS, check="peak"),
+    "--default-only": Command(short="--lines 40", needs=RUN_NEEDS, check="peak"),
     ".venv/bin/python bench/beam_grid.py -c runs/recipe_1h": Command(short="--sentences 5", needs=("recipe_1h",)),
     ".venv/bin/python bench/memory.py": Command(
         short="--steps 2 " + SHORT.replace("train.max_steps=2 ", ""), check="peak RSS"

@@ -80,11 +80,17 @@ def test_a_killed_worker_ends_translate_py_with_one_line(ci_run, tmp_path):
         stderr = process.communicate(timeout=120)[1]
     finally:
         process.kill()
+    assert_ended_by_the_kill(process, stderr, f"of 2,500 lines; {tmp_path / 'out.en'} is as it was", tmp_path)
+
+
+def assert_ended_by_the_kill(process: subprocess.Popen, stderr: str, how_far: str, tmp_path: Path) -> None:
+    """translate.py ended with status 1 and one line naming the kill and saying `how_far` it got,
+    its -o file (out.en, 'earlier') as it was, and no worker left."""
     assert process.returncode == 1 and "Traceback" not in stderr, stderr
     said = stderr.strip().splitlines()
     assert len(said) == 1, stderr
     assert said[0].startswith("error: a decoding worker process was killed by SIGKILL"), said[0]
-    assert f"of 2,500 lines; {tmp_path / 'out.en'} is as it was" in said[0], said[0]
+    assert how_far in said[0], said[0]
     assert (tmp_path / "out.en").read_text() == "earlier\n"
     assert not children(process.pid)
 
@@ -220,10 +226,4 @@ def test_a_worker_killed_between_two_typed_lines_ends_translate_py_with_one_line
         stderr = process.communicate(more, timeout=120)[1]
     finally:
         process.kill()
-    assert process.returncode == 1 and "Traceback" not in stderr, stderr
-    said = stderr.strip().splitlines()
-    assert len(said) == 1, stderr
-    assert said[0].startswith("error: a decoding worker process was killed by SIGKILL"), said[0]
-    assert f"after 1 of the lines; {tmp_path / 'out.en'} is as it was" in said[0], said[0]
-    assert (tmp_path / "out.en").read_text() == "earlier\n"
-    assert not children(process.pid)
+    assert_ended_by_the_kill(process, stderr, f"after 1 of the lines; {tmp_path / 'out.en'} is as it was", tmp_path)

@@ -18,7 +18,7 @@ from inference.search_config import SearchConfig
 _T = TypeVar("_T", bound="Translating")
 _L = TypeVar("_L", bound="LineTranslator")
 
-# Called as each batch is translated, with the number of lines it completes (a progress bar's update)
+# Called as each batch is translated, with its share of the lines (a progress bar's update)
 Progress = Callable[[int], object] | None
 
 
@@ -28,7 +28,7 @@ class Translating(Protocol):
 
     search: SearchConfig
     tokenizer: Tokenizer
-    truncated: int  # sources cut to max_len by the last call
+    truncated: int  # sources cut to max_len by this thread's last call
 
     @property
     def max_len(self) -> int:
@@ -36,8 +36,8 @@ class Translating(Protocol):
 
     def translate(self, sentences: Sequence[str], progress: Progress = None) -> list[str]:
         """One translation per sentence, in input order; blank input gives an empty string.
-        `progress(n)` is called as each batch is done, with the n lines it completes (of the
-        given lines, never more in all)."""
+        `progress(n)` is called as each batch is done, with its share n of the lines (never
+        more than the lines given in all)."""
 
     def translate_nbest(
         self, sentences: Sequence[str], n_best: int, progress: Progress = None
@@ -82,22 +82,27 @@ def sentence_parts(line: str, lang: str) -> list[str]:
     return list(segment(lang, line)) if line.strip() else [line]
 
 
-def in_lines(progress: Progress, sentences: int, lines: int) -> Progress:
-    """`progress` told in lines while batches count `sentences` sentences of `lines` lines:
-    after s sentences, s * lines // sentences lines in all, so that the count never passes
-    `lines` and reaches it with the last sentence."""
-    if progress is None or not sentences:
-        return progress
-    done = told = 0
+class InLines:
+    """`progress` told in lines while batches count `sentences` sentences of `lines` lines (a
+    share: batches hold sentences of like length, not whole lines): after s sentences,
+    s * lines // sentences lines in all, so that the count never passes `lines`; `finish()`
+    tells the rest (sentences without a piece are in no batch)."""
 
-    def update(n: int) -> None:
-        nonlocal done, told
-        done += n
-        if (now := done * lines // sentences) > told:
-            progress(now - told)
-            told = now
+    def __init__(self, progress: Progress, sentences: int, lines: int) -> None:
+        self.progress, self.sentences, self.lines = progress, max(sentences, 1), lines
+        self.done = self.told = 0
 
-    return update
+    def __call__(self, n: int) -> None:
+        self.done += n
+        self._tell(min(self.done * self.lines // self.sentences, self.lines))
+
+    def finish(self) -> None:
+        self._tell(self.lines)
+
+    def _tell(self, now: int) -> None:
+        if self.progress is not None and now > self.told:
+            self.progress(now - self.told)
+            self.told = now
 
 
 def by_sentence(
@@ -119,10 +124,11 @@ def by_sentence(
     sentences = [part.strip() for line in parts for part in line]
     loud = [shouted(sentence) for sentence in sentences]
     standing = [with_stand_ins(sentence) for sentence in sentences]  # (what the model reads, its numbers)
-    lines_progress = in_lines(progress, sum(map(bool, sentences)), sum(bool(line.strip()) for line in lines))
+    lines_progress = InLines(progress, sum(map(bool, sentences)), sum(bool(line.strip()) for line in lines))
     found = nbest_of(
         [recase(s) if capitals or uncased(s) else s for (s, _), capitals in zip(standing, loud)], lines_progress
     )
+    lines_progress.finish()
     found = [
         [(restored(t.upper() if capitals else t, numbers), score) for t, score in h]
         for h, capitals, (_, numbers) in zip(found, loud, standing)
@@ -168,7 +174,9 @@ class LineTranslator:
     def _this_thread(self) -> "_CallState":
         """What this thread's last call left: a translator is shared between threads (a web
         server's), and each caller reads its own call's counts."""
-        return self.__dict__.setdefault("_call_state", _CallState())  # setdefault: one for all threads
+        if (state := self.__dict__.get("_call_state")) is None:
+            state = self.__dict__.setdefault("_call_state", _CallState())  # setdefault: one for all threads
+        return state
 
     @property
     def truncated(self) -> int:
@@ -209,7 +217,8 @@ class LineTranslator:
 
     def translate(self, lines: Sequence[str], progress: Progress = None) -> list[str]:
         """One translation per line, in input order; blank input gives an empty string.
-        `progress(n)` is called as each batch is done, with the n lines it completes."""
+        `progress(n)` is called as each batch is done, with its share n of the lines (at the
+        end, the lines given, blank ones aside)."""
         if self.split_lang is None:
             return self._translate(lines, progress)
         return [hyps[0][0] if hyps else "" for hyps in self.translate_nbest(lines, 1, progress)]

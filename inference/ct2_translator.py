@@ -64,6 +64,7 @@ class CTranslate2Translator(LineTranslator):
         except ImportError:
             raise UserError("the ctranslate2 engine needs the ctranslate2 package: pip install ctranslate2") from None
         self.path = Path(path).expanduser()
+        self._package = is_package(self.path)  # as it was when loaded: a later load reads it the same way
         cores = threads or usable_cores()
         per_batch = min(threads_per_batch, cores)
         self._engine_settings = {
@@ -97,7 +98,7 @@ class CTranslate2Translator(LineTranslator):
 
     def _folder(self) -> AbstractContextManager[Path]:
         """The export's folder, for as long as the block lasts: a package's is unpacked anew."""
-        return unpacked(self.path) if is_package(self.path) else nullcontext(self.path)
+        return unpacked(self.path) if self._package else nullcontext(self.path)
 
     def _load(self, folder: Path) -> Any:
         """CTranslate2's translator of the export in `folder`; it holds the whole model in memory."""

@@ -74,7 +74,7 @@ class Translator(LineTranslator):
         self.bf16 = bf16
         self.threads = threads
         self.workers = BatchWorkers(workers, threads_per_worker) if workers > 1 and can_fork() else None
-        self._searching = threading.RLock()  # one search at a time, whichever thread calls
+        self._searching = threading.Lock()  # one search at a time, whichever thread calls
 
     @property
     def last_hypotheses(self) -> list[list[Hypothesis]]:

@@ -40,7 +40,7 @@ _decode: Callable[[Any], Any] | None = None  # set while the workers are forked:
 
 
 class WorkerDied(UserError):
-    """A worker process ended while decoding (killed, or out of memory)."""
+    """A worker process ended, while decoding or while it waited for work (killed, or out of memory)."""
 
 
 def _serve(connection: Connection, threads: int) -> None:
@@ -143,7 +143,7 @@ class BatchWorkers:
         try:
             for process, _ in self.processes:  # one that died while idle, since the last call
                 if not process.is_alive():
-                    raise WorkerDied(f"a decoding worker process {_how_it_ended(process)} while idle")
+                    raise WorkerDied(f"a decoding worker process {_how_it_ended(process)} while it waited for work")
             for _, connection in self.processes:
                 send_next(connection)
             while busy:

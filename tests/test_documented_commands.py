@@ -261,6 +261,15 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/decode.py -c runs/RUN": Command(
         short="--sentences 5", needs=RUN_NEEDS, check="CTranslate2 int8"
     ),
+    ".venv/bin/python bench/decode.py -c runs/RUN --out bench/results/decode_small12_amx.json": Command(
+        short="--sentences 5", needs=RUN_NEEDS, check="recorded in"
+    ),
+    ".venv/bin/python bench/decode.py -c runs/RUN --compare": Command(
+        short="--sentences 5", needs=RUN_NEEDS, check="ours fp32"
+    ),
+    'make train ARGS="model=small train.max_minutes=12 train.robustness=false hydra.run.dir=runs/speed_small12"': (
+        Command(short=SHORT)
+    ),
     'make train ARGS="experiment=proxy hydra.run.dir=runs/proxy_base"': Command(short=SHORT),
     'make train ARGS="experiment=proxy data.augment.upper=0.07 data.augment.title=0.05 data.augment.lower=0.1 '
     'data.augment.no_final_punct=0.15 data.augment.merge=0.1 hydra.run.dir=runs/proxy_augment"': Command(short=SHORT),

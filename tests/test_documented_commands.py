@@ -520,18 +520,33 @@ def made_by(command: str) -> str | None:
     return None
 
 
-# The commands that read runs others made, and those that make them, share one checkout: under
-# pytest-xdist (make test) they stay on one worker; the others go to any worker, each with a checkout
-# of its own (where the few files they need take no time to make).
-NEEDS = pytest.mark.xdist_group("documented_commands_with_needs")
+# The commands that read a run others made, and the command that makes it, share one checkout:
+# under pytest-xdist (make test) each such group stays on one worker (xdist_group), and the groups
+# and the other commands go to any worker, each worker with a checkout of its own (where the few
+# files they need take no time to make). The many commands that read the documented `make train`'s
+# run are three groups, each making that run (~25 s) where it lands, so that both workers share them:
+# exports and what serves them, the benchmarks, the rest.
 QUICK_TO_MAKE = {"corpus", "sentences.de", "candidates.txt"}
 NEEDED = {what for spec in COMMANDS.values() for what in spec.needs} - QUICK_TO_MAKE
+EXPORTS = {"export", "argos package", "argos installed", "libretranslate"}
+
+
+def group_of(command: str, spec: Command) -> str | None:
+    """The xdist_group of a command that needs or makes what another needs; None for the others."""
+    needed = NEEDED & {*spec.needs, made_by(command)}
+    if not needed:
+        return None
+    if needed & EXPORTS or "export.py" in command:
+        return "documented_exports"
+    if needed & {"run", "latest"}:
+        return "documented_run_benchmarks" if "bench/" in command else "documented_run"
+    return "documented_" + "_".join(sorted(needed))
 
 
 @pytest.mark.parametrize(
     "command",
     [
-        pytest.param(command, marks=NEEDS) if NEEDED & {*spec.needs, made_by(command)} else command
+        pytest.param(command, marks=pytest.mark.xdist_group(group)) if (group := group_of(command, spec)) else command
         for command, spec in COMMANDS.items()
     ],
 )
@@ -670,7 +685,7 @@ def interrupt_then_continue(checkout: Checkout, command: str) -> None:
     assert "resumed from" in log and (checkout.root / "runs" / "my_run" / "results.json").is_file()
 
 
-@NEEDS
+@pytest.mark.xdist_group("documented_exports")
 def test_the_python_api_blocks_run(checkout):
     """The ```python blocks of the docs, each run as a script."""
     from helpers.documented import FENCE

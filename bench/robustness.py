@@ -5,12 +5,15 @@ its final punctuation, three lines to a paragraph, each of its words alone, and 
     .venv/bin/python bench/robustness.py -c runs/RUN [--split val] [--sentences N]
     .venv/bin/python bench/robustness.py -c exports/de-en                  # CTranslate2
     .venv/bin/python bench/robustness.py -c exports/PACKAGE.argosmodel --argostranslate ~/libretranslate/bin/python
+    .venv/bin/python bench/robustness.py -c runs/RUN --model-alone
 
 -c takes what translate.py takes (a run, a checkpoint, an export, an Argos package), translated
 with translate.py's defaults (beam 5); with --argostranslate PYTHON an Argos package is
 translated by argostranslate itself in that interpreter's environment (offline, a text a call,
-as LibreTranslate calls it). The split is the validation set unless --split says otherwise (the
-test set only to report). Prints a table and writes bench/results/robustness.json with the
+as LibreTranslate calls it); with --model-alone our engines give the model each line whole and as
+typed (no sentence splitting, recasing, number stand-ins or loop guard): what the model itself
+does, as argostranslate runs it but for its splitting. The split is the validation set unless
+--split says otherwise (the test set only to report). Prints a table and writes bench/results/robustness.json with the
 commit and CPU.
 """
 
@@ -80,11 +83,16 @@ def main() -> None:
     parser.add_argument("--split", default="val", help="the Multi30k split (default val; test only to report)")
     parser.add_argument("--sentences", type=int, help="the split's first N sentences only (default: all)")
     parser.add_argument("--argostranslate", metavar="PYTHON", help="translate the Argos package -c with argostranslate")
+    parser.add_argument(
+        "--model-alone", action="store_true", help="no sentence splitting, recasing, number stand-ins or loop guard"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "robustness.json")
     args = parser.parse_args()
+    if args.model_alone and args.argostranslate:
+        parser.error("--model-alone is for our engines: argostranslate runs the model as it does")
 
     try:
-        translator = load_translator(args.checkpoint)
+        translator = load_translator(args.checkpoint, split_sentences=not args.model_alone)
         src, tgt = languages(args.checkpoint)
         text = split_text(src, tgt, args.split, args.sentences)
     except UserError as e:
@@ -95,7 +103,7 @@ def main() -> None:
             engine = "argostranslate"
             translate = argos_translate(args.argostranslate, args.checkpoint, src, tgt, Path(home))
         else:
-            engine = type(translator).__name__
+            engine = type(translator).__name__ + (", the model alone" if args.model_alone else "")
             translate = translator.translate
         results = robustness(translate, sources, references, (src, tgt))
     print(f"{args.checkpoint} ({engine}), {args.split}, {len(sources)} lines; BLEU lowercased")

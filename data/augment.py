@@ -14,10 +14,21 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
 - `merge`: a pair followed by the next 1 to `merge_max - 1` pairs, joined into one with a space
   on each side (OpusTrainer's Merge): several sentences in one line;
 - `fragment`: one of the pair's word-aligned fragments, drawn at random, added as a pair of its
-  own (data/fragments.py): a word or a short phrase alone, which Multi30k never has.
+  own (data/fragments.py): a word or a short phrase alone, which Multi30k never has;
+- `numbers`: the number word (two to ten) that both sides hold once replaced, on both, by a
+  number as people write it (4071, 3,50, 10:30, 28.11.2026, ...: data/noise.py), where a pair
+  holds one;
+- `copy_through`: something a translator copies as it is (a URL, an e-mail address, an @handle,
+  an emoji, a file name, a word in another script, a number) put at the start or the end of both
+  sides (OpusTrainer's Noise, inside the sentence);
+- `typos`: typing errors in the source alone (letters swapped, dropped, doubled, a neighbouring
+  key), in a tenth of its words and one at least (OpusTrainer's Typos);
+- `fold`: the source typed without its accented letters (ä -> ae or a, ß -> ss), half the pairs
+  each way: a German keyboard's letters on a keyboard without them.
 
 The case modifiers exclude each other (a pair gets at most one); they and `no_final_punct` vary
-the fragments too. Why not OpusTrainer's own
+the fragments too, and so do the four after them, drawn in that order, each after the case.
+Why not OpusTrainer's own
 classes: they draw from Python's global `random` (not reproducible per epoch, so a resumed run
 would see other pairs, and every rank would need the same global state), rejoin words with
 single spaces, and the package pins sentencepiece 0.1.99 where this project runs 0.2.3.
@@ -36,6 +47,7 @@ from datasets import Dataset
 from data.columns import column_lines
 from data.config import AugmentConfig
 from data.fragments import Pair, pair_fragments
+from data.noise import FOLDS, TYPO_WORDS, copy_item, folded, inserted, number, with_number, with_typos
 from data.tokenizer import Tokenizer
 
 FINAL_PUNCTUATION = re.compile(r"\s*[.!?]+\s*$")
@@ -70,11 +82,38 @@ def drawn_fragments(fragments: list[list[Pair]], share: float, rng: np.random.Ge
     return [found[int(w * len(found))] for found, take, w in zip(fragments, takes, which) if take and found]
 
 
+def typed(
+    pairs: list[Pair], modifiers: AugmentConfig, rng: np.random.Generator, languages: tuple[str, str]
+) -> list[Pair]:
+    """The pairs with numbers, copy-through items, typos and folding, each on its share of them
+    (drawn only where the share is above 0, so that the draws before are the same without them)."""
+    out = list(pairs)
+    if modifiers.numbers > 0:
+        for i in np.flatnonzero(rng.random(len(out)) < modifiers.numbers):
+            out[i] = with_number(out[i], languages, number(rng)) or out[i]
+    if modifiers.copy_through > 0:
+        for i in np.flatnonzero(rng.random(len(out)) < modifiers.copy_through):
+            item, at_start = copy_item(rng), bool(rng.random() < 0.5)
+            out[i] = (inserted(out[i][0], item, at_start), inserted(out[i][1], item, at_start))
+    if modifiers.typos > 0:
+        for i in np.flatnonzero(rng.random(len(out)) < modifiers.typos):
+            out[i] = (with_typos(out[i][0], TYPO_WORDS, rng), out[i][1])
+    if modifiers.fold > 0:
+        for i in np.flatnonzero(rng.random(len(out)) < modifiers.fold):
+            out[i] = (folded(out[i][0], FOLDS[int(rng.integers(len(FOLDS)))]), out[i][1])
+    return out
+
+
 def varied(
-    pairs: list[Pair], modifiers: AugmentConfig, rng: np.random.Generator, fragments: list[list[Pair]] | None = None
+    pairs: list[Pair],
+    modifiers: AugmentConfig,
+    rng: np.random.Generator,
+    fragments: list[list[Pair]] | None = None,
+    languages: tuple[str, str] = ("de", "en"),
 ) -> list[Pair]:
     """The pairs with the modifiers applied: merges first, then the fragments (`fragments[i]` are
-    pair i's) added after them, then case and final punctuation over all."""
+    pair i's) added after them, then case and final punctuation over all, then what `typed`
+    adds. `languages` (source, target) name the number words."""
     extra = drawn_fragments(fragments, modifiers.fragment, rng) if modifiers.fragment > 0 and fragments else []
     if modifiers.merge > 0:
         pairs = merged(pairs, modifiers.merge, modifiers.merge_max, rng)
@@ -91,21 +130,31 @@ def varied(
         if cut:
             src, tgt = without_final_punctuation(src), without_final_punctuation(tgt)
         out.append((src, tgt))
-    return out
+    return typed(out, modifiers, rng, languages)
 
 
 class AugmentedPairs:
-    """The training pairs, each epoch varied anew by the modifiers and tokenized."""
+    """The training pairs, each epoch varied anew by the modifiers and tokenized; `languages`:
+    (source, target)."""
 
-    def __init__(self, tokenizer: Tokenizer, train_text: Dataset, modifiers: AugmentConfig, cache_dir: Path) -> None:
-        self.tokenizer, self.modifiers = tokenizer, modifiers
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        train_text: Dataset,
+        modifiers: AugmentConfig,
+        cache_dir: Path,
+        languages: tuple[str, str],
+    ) -> None:
+        self.tokenizer, self.modifiers, self.languages = tokenizer, modifiers, languages
         self.pairs = list(zip(column_lines(train_text, "src"), column_lines(train_text, "tgt")))
         # aligned once and cached under cache_dir: every epoch draws from the same fragments
         self.fragments = pair_fragments(self.pairs, cache_dir) if modifiers.fragment > 0 else None
 
     def epoch(self, epoch: int, seed: int) -> Dataset:
         """Columns src_ids and tgt_ids, like the tokenized split; the same for the same (seed, epoch)."""
-        pairs = varied(self.pairs, self.modifiers, np.random.default_rng([seed, epoch, 1]), self.fragments)
+        pairs = varied(
+            self.pairs, self.modifiers, np.random.default_rng([seed, epoch, 1]), self.fragments, self.languages
+        )
         return Dataset.from_dict(
             {
                 "src_ids": self.tokenizer.encode_src([src for src, _ in pairs]),

@@ -32,10 +32,27 @@ class TokenizerConfig:
     # a vocabulary that a sample learns as well. Multi30k's 58,000 are all used.
     max_sentences: int = 1_000_000
     seed: int = 1234  # the same sample, so the same tokenizer, whenever it is trained again
+    # Every number written digit by digit (SentencePiece's split_digits): a model then copies a
+    # number of any length one digit piece at a time, instead of meeting "1999" as a piece it
+    # has seen a few times in captions.
+    split_digits: bool = False
+    # A share of the sentences SentencePiece learns from is added again in capitals: a vocabulary
+    # learnt from captions in sentence case has next to no pieces in capitals, so an upper-cased
+    # line is about 4x the pieces (docs/recipe_search.md) and crowds training batches.
+    upper_copies: float = 0.0
 
     def __post_init__(self) -> None:
         if self.model_type not in ("unigram", "bpe"):
             raise ValueError(f"tokenizer model_type must be 'unigram' or 'bpe', not {self.model_type!r}")
+        refuse_unless(
+            (
+                0 <= self.upper_copies <= 1,
+                f"data.tokenizer.upper_copies must be a share from 0 to 1, not {self.upper_copies}",
+            )
+        )
+
+
+SHARES = ("upper", "title", "lower", "no_final_punct", "merge", "fragment", "numbers", "copy_through", "typos", "fold")
 
 
 @dataclass
@@ -51,15 +68,17 @@ class AugmentConfig:
     no_final_punct: float = 0.15  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
     fragment: float = 0.2  # the pair that adds one of its word-aligned fragments as a pair (data/fragments.py)
+    numbers: float = 0.0  # the pair whose number word (two to ten, both sides) becomes a number as typed
+    copy_through: float = 0.0  # a URL, address, emoji, other script or number put on both sides
+    typos: float = 0.0  # the source with typing errors
+    fold: float = 0.0  # the source without its accented letters (ä -> ae or a, ß -> ss)
     merge_max: int = field(
         default=3,
         metadata=read_when(lambda cfg: cfg.merge > 0, "read only with merges on: give data.augment.merge > 0"),
     )
 
     def __post_init__(self) -> None:
-        shares = {
-            name: getattr(self, name) for name in ("upper", "title", "lower", "no_final_punct", "merge", "fragment")
-        }
+        shares = {name: getattr(self, name) for name in SHARES}
         refuse_unless(
             *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
             (
@@ -72,7 +91,7 @@ class AugmentConfig:
     @property
     def on(self) -> bool:
         """Whether any modifier varies the pairs."""
-        return any(p > 0 for p in (self.upper, self.title, self.lower, self.no_final_punct, self.merge, self.fragment))
+        return any(getattr(self, name) > 0 for name in SHARES)
 
 
 def _by(*sources: str) -> dict:

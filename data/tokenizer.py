@@ -12,7 +12,7 @@ import io
 import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -124,6 +124,7 @@ def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
             vocab_size=cfg.vocab_size,
             character_coverage=cfg.character_coverage,
             byte_fallback=cfg.byte_fallback,
+            split_digits=cfg.split_digits,
             input_sentence_size=cfg.max_sentences,
             shuffle_input_sentence=True,
             pad_id=PAD_ID,
@@ -139,10 +140,25 @@ def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
     return stream.getvalue()
 
 
+def _with_upper_copies(lines: Iterator[str], share: float, seed: int) -> Iterator[str]:
+    """Each line, followed by itself in capitals with probability `share` (drawn with `seed`)."""
+    rng = np.random.default_rng([seed, 1])
+    for line in lines:
+        yield line
+        if rng.random() < share:
+            yield line.upper()
+
+
 def _sentences(train: Dataset, columns: tuple[str, ...], cfg: TokenizerConfig) -> Iterator[str]:
     """The sentences of `columns`, or a sample of `cfg.max_sentences` of them drawn with `cfg.seed`
     (SentencePiece's own sample is not reproducible: a tokenizer trained again after its cache
-    was lost would differ, and a run could not resume)."""
+    was lost would differ, and a run could not resume); a share `cfg.upper_copies` of them also
+    in capitals."""
+    if cfg.upper_copies > 0:
+        yield from _with_upper_copies(
+            _sentences(train, columns, replace(cfg, upper_copies=0.0)), cfg.upper_copies, cfg.seed
+        )
+        return
     total = len(train) * len(columns)
     lines = chain.from_iterable(column_lines(train, column) for column in columns)
     if total <= cfg.max_sentences:

@@ -1,12 +1,15 @@
 """How a translator fares on what people type rather than on benchmark captions: the same
-sentences lower-cased, upper-cased, without their final punctuation, three to a line, each word
-alone, and with a number in place of a number word. bench/robustness.py runs it on a split;
-training logs it at the end of a run.
+sentences lower-cased, upper-cased, with typing errors, typed without accented letters (ä as ae,
+or as a), with something to copy through (a URL, an address, an emoji, a word in another script),
+without their final punctuation, three to a line, each word alone, and with a number as people
+write it in place of a number word (data/noise.py draws the changes, seeded).
+bench/robustness.py runs it on a split; training logs it at the end of a run.
 
 Each variant is scored with lowercased sacreBLEU (so that a change of case alone costs nothing)
 and counted for loops: an output holding a word three or more times in a row, or a character
 five or more times, where its input holds none (the failure of small models on inputs unlike
-their training data: "Hund" -> "dog dog dog ...").
+their training data: "Hund" -> "dog dog dog ..."); and for invented digits: an output holding a
+run of digits that its input lacks.
 """
 
 import re
@@ -16,6 +19,7 @@ import numpy as np
 from sacrebleu.metrics import BLEU
 
 from data.augment import without_final_punctuation
+from data.noise import COPY_KINDS, TYPO_WORDS, copy_item, folded, inserted, number, with_number, with_typos
 from inference.loop_guard import has_loop
 from inference.numbers import NUMBER
 
@@ -25,15 +29,6 @@ _EDGES = re.compile(r"^\W+|\W+$")
 PARAGRAPH = 3  # lines joined into one paragraph
 MIN_LETTERS = 4  # words tried alone: the distinct source words of at least this many letters
 MOST_WORDS = 4  # a word alone should come out as a word or a short phrase: at most this many
-NUMBER_DIGITS = 6  # the numbers variant's numbers: 1 to this many digits
-# The number words two to ten of each language, a word's forms joined by "/": the numbers variant
-# puts the same number in place of the one in a sentence and the one in its reference
-NUMBER_WORDS = {
-    "en": "two three four five six seven eight nine ten",
-    "de": "zwei drei vier fünf sechs sieben acht neun zehn",
-    "fr": "deux trois quatre cinq six sept huit neuf dix",
-    "cs": "dva/dvě/dvou/dvěma/dvěmi tři/tří/třemi čtyři/čtyř/čtyřmi pět šest sedm osm devět deset",
-}
 
 
 def loops(sources: Sequence[str], outputs: Sequence[str]) -> int:
@@ -56,41 +51,46 @@ def single_words(sources: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(w for w in words if len(w) >= MIN_LETTERS and w.isalpha()))
 
 
-def _number_word(language: str, value: int) -> re.Pattern:
-    """Any form of the number word for `value` (2 to 10), as a whole word, in any case."""
-    forms = NUMBER_WORDS[language].split()[value - 2].split("/")
-    return re.compile(r"\b(?:" + "|".join(forms) + r")\b", re.IGNORECASE)
-
-
-def random_number(rng: np.random.Generator) -> str:
-    """A number of 1 to NUMBER_DIGITS digits, each length alike, no leading zero."""
-    digits = int(rng.integers(1, NUMBER_DIGITS + 1))
-    return str(int(rng.integers(10 ** (digits - 1) if digits > 1 else 0, 10**digits)))
-
-
 def numbered(
     sources: Sequence[str], references: Sequence[str], languages: tuple[str, str]
 ) -> list[tuple[str, str, str]]:
     """(source, reference, number) for each pair that holds the same number word (two to ten) once
-    on each side, both replaced by one random number (`random_number`; seeded: the same pairs and
-    numbers every time): "Zwei Hunde" / "Two dogs" -> "4071 Hunde" / "4071 dogs". Nothing for a
-    language without NUMBER_WORDS."""
-    if not all(language in NUMBER_WORDS for language in languages):
-        return []
-    words = [tuple(_number_word(language, value) for language in languages) for value in range(2, 11)]
+    on each side, both replaced by one number as people write it (data/noise.py's `number`: 4071,
+    3,50, 10:30, 1.000, 28.11.2026, 2., 1999, 030 1234567; seeded: the same pairs and numbers
+    every time): "Zwei Hunde" / "Two dogs" -> "3,50 Hunde" / "3,50 dogs". Nothing for a language
+    without number words."""
     rng, found = np.random.default_rng(0), []
-    for source, reference in zip(sources, references):
-        for src_word, ref_word in words:
-            if len(src_word.findall(source)) == len(ref_word.findall(reference)) == 1:
-                number = random_number(rng)
-                found.append((src_word.sub(number, source), ref_word.sub(number, reference), number))
-                break
+    for pair in zip(sources, references):
+        written = number(rng)
+        replaced = with_number(pair, languages, written)
+        if replaced:
+            found.append((*replaced, written))
     return found
 
 
-def copied(number: str, output: str) -> bool:
-    """Whether `output` holds `number` whole (not as a part of a longer one)."""
-    return number in NUMBER.findall(output)
+def copied(written: str, output: str) -> bool:
+    """Whether `output` holds `written` exactly, not as a part of a longer number."""
+    return re.search(rf"(?<![\d.,:]){re.escape(written)}(?![\d,:]|\.\d)", output) is not None
+
+
+def invented_digits(inputs: Sequence[str], outputs: Sequence[str]) -> int:
+    """Outputs holding a run of digits that their input does not hold."""
+    return sum(bool(set(NUMBER.findall(out)) - set(NUMBER.findall(src))) for src, out in zip(inputs, outputs))
+
+
+def with_copy_items(sources: Sequence[str], references: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """Each pair with one thing to copy through (data/noise.py: a URL, an e-mail address, an
+    @handle, an emoji, a file name or a word in another script, each alike) put at the start or
+    the end of both sides, seeded: (sources, references, items)."""
+    rng = np.random.default_rng(1)
+    kinds = [kind for kind in COPY_KINDS if kind != "number"]  # numbers: their own variant
+    items = [copy_item(rng, kinds[int(rng.integers(len(kinds)))]) for _ in sources]
+    starts = rng.random(len(sources)) < 0.5
+    return (
+        [inserted(s, item, bool(at)) for s, item, at in zip(sources, items, starts)],
+        [inserted(r, item, bool(at)) for r, item, at in zip(references, items, starts)],
+        items,
+    )
 
 
 def robustness(
@@ -105,12 +105,26 @@ def robustness(
     as_is = translate(sources)
 
     def scored(inputs: list[str], outputs: list[str], refs: Sequence[str]) -> dict[str, float]:
-        return {"bleu": round(bleu(outputs, refs), 2), "loops": loops(inputs, outputs), "lines": len(inputs)}
+        return {
+            "bleu": round(bleu(outputs, refs), 2),
+            "loops": loops(inputs, outputs),
+            "invented_digits": invented_digits(inputs, outputs),
+            "lines": len(inputs),
+        }
 
     results["as is"] = scored(sources, as_is, references)
     for name, change in (("lower-cased", str.lower), ("upper-cased", str.upper)):
         inputs = [change(s) for s in sources]
         results[name] = scored(inputs, translate(inputs), references)
+    rng = np.random.default_rng(2)
+    inputs = [with_typos(s, TYPO_WORDS, rng) for s in sources]
+    results["typing errors"] = scored(inputs, translate(inputs), references)
+    for name, style in (("without its letters (ae)", "digraphs"), ("without its letters (a)", "bare")):
+        inputs = [folded(s, style) for s in sources]
+        results[name] = scored(inputs, translate(inputs), references)
+    inputs, refs, items = with_copy_items(sources, references)
+    outputs = translate(inputs)
+    results["copy-through"] = {**scored(inputs, outputs, refs), "copied": sum(i in o for i, o in zip(items, outputs))}
     inputs = [without_final_punctuation(s) for s in sources]
     stripped_refs = [without_final_punctuation(r) for r in references]  # what was typed had none: nor has the reference
     results["no final punctuation"] = {
@@ -146,7 +160,7 @@ def robustness(
         results["numbers"] = {
             **scored(inputs, outputs, refs),
             "copied": sum(copied(n, out) for n, out in zip(numbers, outputs)),
-            "alone_copied": sum(_EDGES.sub("", out) == n for n, out in zip(numbers, alone)),
+            "alone_copied": sum(_EDGES.sub("", out) == _EDGES.sub("", n) for n, out in zip(numbers, alone)),
         }
     return results
 

@@ -1,6 +1,8 @@
 """data/augment.py: training pairs varied as people type, both sides alike, anew each epoch.
 A resumed run with augmentation trains as an uninterrupted one: test_resume.py."""
 
+import re
+
 import numpy as np
 import pytest
 from datasets import Dataset
@@ -71,8 +73,8 @@ def test_each_epoch_is_drawn_from_the_seed_and_epoch_alone(toy, tmp_path):
     """The same (seed, epoch): the same pairs, also from another AugmentedPairs (a resumed run,
     another rank); another epoch or seed: others. The ids are the tokenizer's of the varied text."""
     modifiers = only(upper=0.2, title=0.1, lower=0.2, no_final_punct=0.3, merge=0.1)
-    pairs = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path)
-    again = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path)
+    pairs = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path, ("de", "en"))
+    again = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path, ("de", "en"))
     first = pairs.epoch(3, 1234)
     assert isinstance(first, Dataset) and first.column_names == ["src_ids", "tgt_ids"]
     assert first["src_ids"] == again.epoch(3, 1234)["src_ids"] and first["tgt_ids"] == again.epoch(3, 1234)["tgt_ids"]
@@ -98,3 +100,65 @@ def test_fragments_are_added_after_the_pairs_from_their_own_pairs():
     lowered = varied(PAIRS, only(fragment=1.0, lower=1.0), np.random.default_rng(5), fragments)
     assert all(s == s.lower() and t == t.lower() for s, t in lowered) and len(lowered) == 2 * len(PAIRS)
     assert varied(PAIRS, only(fragment=1.0), np.random.default_rng(5), [[]] * len(PAIRS)) == PAIRS
+
+
+def test_typos_and_folding_change_the_source_alone():
+    """The target stays the reference translation; the source gets typing errors (some words, one
+    letter each) or its accented letters folded, in the share asked."""
+    pairs = [(s, t) for s, t in PAIRS * 6]
+    typed = varied(pairs, only(typos=0.5), np.random.default_rng(6))
+    assert [t for _, t in typed] == [t for _, t in pairs]
+    changed = [(a, b) for (a, _), (b, _) in zip(pairs, typed) if a != b]
+    assert abs(len(changed) / len(pairs) - 0.5) < 0.05
+    assert all(len(a.split()) == len(b.split()) for a, b in changed)
+    with_letters = [(s, t) for s, t in pairs if re.search("[äöüßÄÖÜ]", s)]
+    assert with_letters
+    folded_pairs = varied(with_letters, only(fold=1.0), np.random.default_rng(6))
+    assert all(not re.search("[äöüßÄÖÜ]", s) for s, _ in folded_pairs)
+    assert [t for _, t in folded_pairs] == [t for _, t in with_letters]
+    styles = {
+        "ae" in s or "oe" in s or "ue" in s for (s, _), (orig, _) in zip(folded_pairs, with_letters) if "ä" in orig
+    }
+    assert styles == {True, False}  # both ways of typing them
+
+
+def test_numbers_and_copy_items_go_on_both_sides_alike():
+    numbered = [("Zwei Hunde rennen.", "Two dogs run."), ("Ein Hund.", "A dog.")] * 200
+    out = varied(numbered, only(numbers=0.5), np.random.default_rng(8), languages=("de", "en"))
+    changed = [(s, t) for (s, t), before in zip(out, numbered) if (s, t) != before]
+    assert abs(len(changed) / 200 - 0.5) < 0.1 and all(s.split()[0] == t.split()[0] for s, t in changed)
+    assert all(pair == before for pair, before in zip(out[1::2], numbered[1::2]))  # no number word: as it is
+    out = varied(PAIRS * 4, only(copy_through=0.3), np.random.default_rng(9))
+    items = [added(after, before) for after, before in zip(out, PAIRS * 4) if after != before]
+    assert abs(len(items) / len(out) - 0.3) < 0.05
+    assert all(item and item[0] == item[1] for item in items)  # the same thing on both sides
+    assert {"start", "end"} == {where for item in items for where in item[2:]}
+
+
+def added(after: tuple[str, str], before: tuple[str, str]) -> tuple[str, str, str] | None:
+    """(what the source gained, what the target gained, where), one word at the start or before
+    the final punctuation of each side (the same place), or None."""
+    found = []
+    for a, b in zip(after, before):
+        stop = (
+            len(b) - len(b.lstrip()) + len(without_final_punctuation(b).strip())
+        )  # where the final punctuation starts
+        if a.endswith(" " + b):
+            found.append((a[: -len(b) - 1], "start"))
+        elif a.startswith(b[:stop] + " ") and a.endswith(b[stop:]):
+            found.append((a[stop + 1 : len(a) - len(b[stop:])], "end"))
+        else:
+            return None
+    (src_item, src_where), (tgt_item, tgt_where) = found
+    return (src_item, tgt_item, src_where) if src_where == tgt_where else None
+
+
+def test_the_new_modifiers_leave_the_earlier_draws_as_they_were():
+    """The modifiers of data/noise.py draw after case and punctuation, and only when on: a run
+    without them varies its pairs exactly as before them (the ci run's checksum), and with them
+    the targets' case and punctuation are drawn the same."""
+    base = only(lower=0.3, no_final_punct=0.3)
+    before = varied(PAIRS, base, np.random.default_rng(10))
+    assert varied(PAIRS, only(lower=0.3, no_final_punct=0.3, typos=0.0, fold=0.0), np.random.default_rng(10)) == before
+    with_typos = varied(PAIRS, only(lower=0.3, no_final_punct=0.3, typos=1.0, fold=0.5), np.random.default_rng(10))
+    assert [t for _, t in with_typos] == [t for _, t in before]

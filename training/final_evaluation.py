@@ -82,12 +82,12 @@ def robustness_results(
 ) -> dict[str, dict[str, float]]:
     """The validation set as people type it (inference/robustness.py), each line split into its
     sentences as translate.py splits it; every variant's BLEU and loops logged as
-    robustness/VARIANT/bleu and .../loops (single words: .../over_4_words too; numbers: .../copied
-    and .../alone_copied). `languages`: (source, target)."""
+    robustness/VARIANT/bleu, .../loops and .../invented_digits (single words: .../over_4_words too;
+    copy-through: .../copied; numbers: .../copied and .../alone_copied). `languages`: (source, target)."""
     translator.split_lang = languages[0]
     results = robustness(translator.translate, list(val["src"]), list(val["tgt"]), languages)
     for variant, row in results.items():
-        for key in ("bleu", "loops", "over_4_words", "copied", "alone_copied"):
+        for key in ("bleu", "loops", "invented_digits", "over_4_words", "copied", "alone_copied"):
             if key in row:
                 writer.add_scalar(f"robustness/{variant.replace(' ', '_')}/{key}", row[key], step)
         log.info("robustness, %s: %s", variant, ", ".join(f"{key} {value}" for key, value in row.items()))

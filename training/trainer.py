@@ -118,7 +118,13 @@ class Trainer:
             sampling = run.data.subword_sampling, run.data.subword_n_best
             sampled = SampledPairs(data.tokenizer, data.text["train"], *sampling)
         elif run.data.augment.on:
-            sampled = AugmentedPairs(data.tokenizer, data.text["train"], run.data.augment, Path(run.data.cache_dir))
+            sampled = AugmentedPairs(
+                data.tokenizer,
+                data.text["train"],
+                run.data.augment,
+                Path(run.data.cache_dir),
+                (run.data.src_lang, run.data.tgt_lang),
+            )
         self.batches = TrainingBatches(
             data,
             sampled,

@@ -5,16 +5,16 @@ its final punctuation, three lines to a paragraph, each of its words alone, and 
     .venv/bin/python bench/robustness.py -c runs/RUN [--split val] [--sentences N]
     .venv/bin/python bench/robustness.py -c exports/de-en                  # CTranslate2
     .venv/bin/python bench/robustness.py -c exports/PACKAGE.argosmodel --argostranslate ~/libretranslate/bin/python
-    .venv/bin/python bench/robustness.py -c runs/RUN --model-alone
+    .venv/bin/python bench/robustness.py -c runs/RUN --whole-lines
 
 -c takes what translate.py takes (a run, a checkpoint, an export, an Argos package), translated
 with translate.py's defaults (beam 5); with --argostranslate PYTHON an Argos package is
 translated by argostranslate itself in that interpreter's environment (offline, a text a call,
-as LibreTranslate calls it); with --model-alone our engines give the model each line whole and as
-typed (no sentence splitting, recasing, number stand-ins or loop guard): what the model itself
-does, as argostranslate runs it but for its splitting. The split is the validation set unless
---split says otherwise (the test set only to report). Prints a table and writes bench/results/robustness.json with the
-commit and CPU.
+as LibreTranslate calls it); with --whole-lines our engines give the model each line whole and
+as typed, as translate.py's --whole-lines does (no sentence splitting, recasing, number
+stand-ins or loop guard): what the model itself does, as argostranslate runs it but for its
+splitting. The split is the validation set unless --split says otherwise (the test set only to
+report). Prints a table and writes bench/results/robustness.json with the commit and CPU.
 """
 
 import argparse
@@ -84,15 +84,15 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, help="the split's first N sentences only (default: all)")
     parser.add_argument("--argostranslate", metavar="PYTHON", help="translate the Argos package -c with argostranslate")
     parser.add_argument(
-        "--model-alone", action="store_true", help="no sentence splitting, recasing, number stand-ins or loop guard"
+        "--whole-lines", action="store_true", help="each line whole and as typed: the model alone, as translate.py's"
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "robustness.json")
     args = parser.parse_args()
-    if args.model_alone and args.argostranslate:
-        parser.error("--model-alone is for our engines: argostranslate runs the model as it does")
+    if args.whole_lines and args.argostranslate:
+        parser.error("--whole-lines is for our engines: argostranslate runs the model as it does")
 
     try:
-        translator = load_translator(args.checkpoint, split_sentences=not args.model_alone)
+        translator = load_translator(args.checkpoint, whole_lines=args.whole_lines)
         src, tgt = languages(args.checkpoint)
         text = split_text(src, tgt, args.split, args.sentences)
     except UserError as e:
@@ -103,7 +103,7 @@ def main() -> None:
             engine = "argostranslate"
             translate = argos_translate(args.argostranslate, args.checkpoint, src, tgt, Path(home))
         else:
-            engine = type(translator).__name__ + (", the model alone" if args.model_alone else "")
+            engine = type(translator).__name__ + (", whole lines" if args.whole_lines else "")
             translate = translator.translate
         results = robustness(translate, sources, references, (src, tgt))
     print(f"{args.checkpoint} ({engine}), {args.split}, {len(sources)} lines; BLEU lowercased")

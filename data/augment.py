@@ -27,7 +27,8 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
   each way: a German keyboard's letters on a keyboard without them.
 
 The case modifiers exclude each other (a pair gets at most one); they and `no_final_punct` vary
-the fragments too, and so do the four after them, drawn in that order, each after the case.
+the fragments too, and so do the four after them, each after the case (numbers, typos, folding,
+then the copy-through items, which neither a typo nor a fold may change).
 Why not OpusTrainer's own
 classes: they draw from Python's global `random` (not reproducible per epoch, so a resumed run
 would see other pairs, and every rank would need the same global state), rejoin words with
@@ -85,22 +86,24 @@ def drawn_fragments(fragments: list[list[Pair]], share: float, rng: np.random.Ge
 def typed(
     pairs: list[Pair], modifiers: AugmentConfig, rng: np.random.Generator, languages: tuple[str, str]
 ) -> list[Pair]:
-    """The pairs with numbers, copy-through items, typos and folding, each on its share of them
-    (drawn only where the share is above 0, so that the draws before are the same without them)."""
+    """The pairs with numbers, typos, folding and copy-through items, each on its share of them,
+    in that order (an item to copy comes last: a typo or a fold would change it on one side
+    alone); each drawn only where its share is above 0, so that the draws before are the same
+    without them."""
     out = list(pairs)
     if modifiers.numbers > 0:
         for i in np.flatnonzero(rng.random(len(out)) < modifiers.numbers):
             out[i] = with_number(out[i], languages, number(rng)) or out[i]
-    if modifiers.copy_through > 0:
-        for i in np.flatnonzero(rng.random(len(out)) < modifiers.copy_through):
-            item, at_start = copy_item(rng), bool(rng.random() < 0.5)
-            out[i] = (inserted(out[i][0], item, at_start), inserted(out[i][1], item, at_start))
     if modifiers.typos > 0:
         for i in np.flatnonzero(rng.random(len(out)) < modifiers.typos):
             out[i] = (with_typos(out[i][0], TYPO_WORDS, rng), out[i][1])
     if modifiers.fold > 0:
         for i in np.flatnonzero(rng.random(len(out)) < modifiers.fold):
             out[i] = (folded(out[i][0], FOLDS[int(rng.integers(len(FOLDS)))]), out[i][1])
+    if modifiers.copy_through > 0:
+        for i in np.flatnonzero(rng.random(len(out)) < modifiers.copy_through):
+            item, at_start = copy_item(rng), bool(rng.random() < 0.5)
+            out[i] = (inserted(out[i][0], item, at_start), inserted(out[i][1], item, at_start))
     return out
 
 

@@ -185,3 +185,14 @@ class DataConfig:
                 "(experiment=plain turns the augmentation off)",
             ),
         )
+        if self.augment.numbers > 0:
+            from data.noise import NUMBER_WORDS  # numpy: only where numbers are asked for
+
+            refuse_unless(
+                (
+                    self.src_lang in NUMBER_WORDS and self.tgt_lang in NUMBER_WORDS,
+                    f"data.augment.numbers puts numbers in place of number words, known in "
+                    f"{', '.join(sorted(NUMBER_WORDS))}, not in both {self.src_lang} and {self.tgt_lang}: "
+                    "give data.augment.numbers=0",
+                )
+            )

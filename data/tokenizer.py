@@ -7,6 +7,7 @@ mean the same in data, model, search and checkpoints.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, replace
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sentencepiece as spm
@@ -51,6 +52,16 @@ class Tokenizer:
         self.tgt = self.src if tgt_model == src_model else spm.SentencePieceProcessor(model_proto=tgt_model)
         self.src_forms = list(src_forms)
         self.src_form_of = {form.casefold(): form for form in self.src_forms}  # casefolded word -> its form
+
+    @functools.cached_property
+    def splits_digits(self) -> bool:
+        """Whether the source model writes every digit as a piece of its own (trained with
+        data.tokenizer.split_digits), as its model file says."""
+        from sentencepiece import sentencepiece_model_pb2  # protobuf: onnx's requirement, and ours
+
+        proto = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]  # generated, no stubs
+        proto.ParseFromString(self.src_model)
+        return proto.trainer_spec.split_digits
 
     @property
     def joint(self) -> bool:
@@ -112,20 +123,26 @@ class Tokenizer:
         return hashlib.sha256(self.src_model + b"\0" + self.tgt_model).hexdigest()[:16]
 
 
+# Settings added after tokenizers were first cached, left out of the cache key at these (their
+# defaults, under which they change nothing), so that a tokenizer cached before them is found again
+LATER_FIELDS = {"split_digits": False, "upper_copies": 0.0}
+
+
 def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
     stream = io.BytesIO()
+    # the sample's copies in capitals (at most one a line) come on top of it: all read, none sampled away
+    read = 2 * cfg.max_sentences if cfg.upper_copies else cfg.max_sentences
     try:
         # SentencePiece keeps a uniform sample of input_sentence_size of what it reads (a
         # reservoir), so a corpus of any size streams through in bounded memory.
-        spm.SentencePieceTrainer.train(
+        settings: dict[str, Any] = dict(
             sentence_iterator=sentences,
             model_writer=stream,
             model_type=cfg.model_type,
             vocab_size=cfg.vocab_size,
             character_coverage=cfg.character_coverage,
             byte_fallback=cfg.byte_fallback,
-            split_digits=cfg.split_digits,
-            input_sentence_size=cfg.max_sentences,
+            input_sentence_size=read,
             shuffle_input_sentence=True,
             pad_id=PAD_ID,
             unk_id=UNK_ID,
@@ -134,6 +151,11 @@ def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
             num_threads=usable_cores(),
             minloglevel=2,
         )
+        # given only when on: a setting given, even at its default, is written into the model
+        # file, which would then differ from one trained before the setting existed
+        if cfg.split_digits:
+            settings["split_digits"] = True
+        spm.SentencePieceTrainer.train(**settings)
     except RuntimeError as e:  # e.g. vocab_size larger than the data supports
         said = str(e).strip().splitlines()[-1]  # "INTERNAL: src/x.cc(744) [check] Vocabulary size too high ..."
         raise UserError(f"SentencePiece training failed: {said.rsplit('] ', 1)[-1]}") from None
@@ -181,7 +203,8 @@ def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> To
     The cache key covers the settings and every training sentence, so changed data or
     settings train a new model, and the same ones reuse the cached file.
     """
-    digest = hashlib.sha256(json.dumps(asdict(cfg), sort_keys=True).encode())
+    settings = {k: v for k, v in asdict(cfg).items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for side in ("src", "tgt"):
         digest_lines(digest, column_lines(train, side))
     folder = Path(cache_dir) / "tokenizers" / digest.hexdigest()[:16]

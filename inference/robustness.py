@@ -9,7 +9,7 @@ Each variant is scored with lowercased sacreBLEU (so that a change of case alone
 and counted for loops: an output holding a word three or more times in a row, or a character
 five or more times, where its input holds none (the failure of small models on inputs unlike
 their training data: "Hund" -> "dog dog dog ..."); and for invented digits: an output holding a
-run of digits that its input lacks.
+number (digits with their separators) that its input lacks.
 """
 
 import re
@@ -56,7 +56,7 @@ def numbered(
 ) -> list[tuple[str, str, str]]:
     """(source, reference, number) for each pair that holds the same number word (two to ten) once
     on each side, both replaced by one number as people write it (data/noise.py's `number`: 4071,
-    3,50, 10:30, 1.000, 28.11.2026, 2., 1999, 030 1234567; seeded: the same pairs and numbers
+    3,50, 10:30, 1.000, 28.11.2026, 1999, 030 1234567; seeded: the same pairs and numbers
     every time): "Zwei Hunde" / "Two dogs" -> "3,50 Hunde" / "3,50 dogs". Nothing for a language
     without number words."""
     rng, found = np.random.default_rng(0), []
@@ -73,8 +73,15 @@ def copied(written: str, output: str) -> bool:
     return re.search(rf"(?<![\d.,:]){re.escape(written)}(?![\d,:]|\.\d)", output) is not None
 
 
+def copied_through(item: str, output: str) -> bool:
+    """Whether `output` holds `item` exactly, as a word of its own: not inside a longer one ("@abc"
+    in "@abcd"); punctuation may follow it."""
+    return re.search(rf"(?<!\S){re.escape(item)}(?=[.,;:!?)]*(?:\s|$))", output) is not None
+
+
 def invented_digits(inputs: Sequence[str], outputs: Sequence[str]) -> int:
-    """Outputs holding a run of digits that their input does not hold."""
+    """Outputs holding a number that their input does not hold (a number with its separators, as
+    inference/numbers.py reads one: "3.50" for "3,50" counts, as a number not kept exactly)."""
     return sum(bool(set(NUMBER.findall(out)) - set(NUMBER.findall(src))) for src, out in zip(inputs, outputs))
 
 
@@ -124,7 +131,7 @@ def robustness(
         results[name] = scored(inputs, translate(inputs), references)
     inputs, refs, items = with_copy_items(sources, references)
     outputs = translate(inputs)
-    results["copy-through"] = {**scored(inputs, outputs, refs), "copied": sum(i in o for i, o in zip(items, outputs))}
+    results["copy-through"] = {**scored(inputs, outputs, refs), "copied": sum(map(copied_through, items, outputs))}
     inputs = [without_final_punctuation(s) for s in sources]
     stripped_refs = [without_final_punctuation(r) for r in references]  # what was typed had none: nor has the reference
     results["no final punctuation"] = {

@@ -76,6 +76,10 @@ def test_robustness_is_the_benchmarks_on_the_best_weights_and_is_logged(toy_run)
         "as is",
         "lower-cased",
         "upper-cased",
+        "typing errors",
+        "without its letters (ae)",
+        "without its letters (a)",
+        "copy-through",
         "no final punctuation",
         "paragraphs of 3",
         "single words",
@@ -83,7 +87,7 @@ def test_robustness_is_the_benchmarks_on_the_best_weights_and_is_logged(toy_run)
     }
     logged = scalars(run_dir)
     for variant, row in expected.items():
-        for key in {"bleu", "loops", "over_4_words", "copied", "alone_copied"} & set(row):
+        for key in {"bleu", "loops", "invented_digits", "over_4_words", "copied", "alone_copied"} & set(row):
             [event] = logged.Scalars(f"robustness/{variant.replace(' ', '_')}/{key}")
             assert event.value == pytest.approx(row[key]) and event.step == 30
 

@@ -5,7 +5,7 @@ import os
 import re
 
 from helpers import TOY_CORPUS, run_script, toy_sentences
-from inference.robustness import copied, loops, numbered, paragraphs, robustness, single_words
+from inference.robustness import copied, copied_through, loops, numbered, paragraphs, robustness, single_words
 
 
 def test_a_loop_counts_only_where_its_input_had_none():
@@ -87,10 +87,22 @@ def test_a_number_is_copied_only_when_it_stands_whole():
     assert copied("10:30", "at 10:30.") and not copied("10:30", "10:305") and not copied("1.000", "1.000.5")
 
 
+def test_a_thing_to_copy_is_copied_only_as_a_word_of_its_own():
+    assert (
+        copied_through("@abc", "A dog @abc.") and copied_through("😀", "😀 A dog.") and copied_through("x.pdf", "x.pdf")
+    )
+    assert not copied_through("@abc", "A dog @abcd.") and not copied_through("😀", "A dog😀.")
+    assert not copied_through("https://a.de", "https://a.de/b") and not copied_through("@abc", "x@abc")
+    assert not copied_through("x.pdf", "x.pdf.bak") and not copied_through("https://a.de", "https://a.de.com")
+
+
 def test_a_translator_that_garbles_numbers_copies_none():
     sources = [s for s in toy_sentences("val") if "ß" not in s][:30]
     results = robustness(
-        lambda lines: [re.sub(r"\d", "7", line) + "1" for line in lines], sources, sources, ("de", "de")
+        lambda lines: [re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), line) for line in lines],
+        sources,
+        sources,
+        ("de", "de"),
     )
     assert results["numbers"]["copied"] == results["numbers"]["alone_copied"] == 0
 

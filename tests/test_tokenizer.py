@@ -78,6 +78,7 @@ def test_split_digits_writes_a_number_digit_by_digit(toy, tmp_path):
     assert [p.strip("▁") for p in pieces if p.strip("▁").isdigit()] == list("19992024")
     assert any(len(p.strip("▁")) > 1 and p.strip("▁").isdigit() for p in whole.src.encode("1999", out_type=str))
     assert split.src.decode(split.src.encode("Um 10:30 Uhr, 3,50 Euro.")) == "Um 10:30 Uhr, 3,50 Euro."
+    assert split.splits_digits and not whole.splits_digits  # as the model files say
 
 
 def test_upper_copies_give_capitals_pieces_of_their_own(multi30k_dir, tmp_path):

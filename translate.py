@@ -8,8 +8,8 @@
 
 One output line per input line, in input order; an empty line stays empty; a line of several
 sentences is translated sentence by sentence, a sentence in one case alone recased, numbers
-copied as written, a looping translation searched again without its loop (--whole-lines: each
-line whole, as typed). Typed at a
+copied as written, a sentence with nothing to translate (an emoji, an address) given back, a
+looping translation searched again without its loop (--whole-lines: each line whole, as typed). Typed at a
 terminal (or with --interactive), each line is translated as soon as it is entered. A file or a
 pipe is translated a thousand lines at a time with a progress bar on stderr (where stderr is a
 terminal); Ctrl-C says how many lines were done, and leaves an -o file as it was.
@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="give the model each line whole and as typed, as it was trained; by default a line of "
         "several sentences is translated sentence by sentence and joined back with its own spacing, "
-        "a sentence in one case alone is recased, numbers are copied as written, and a translation "
+        "a sentence in one case alone is recased, numbers are copied as written, a sentence with nothing "
+        "to translate is given back, and a translation "
         "that loops is searched again without the loop (always whole with --attention and "
         "--show-attention, whose figures are of the line)",
     )
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace) -> None:
         max_len_ratio=args.max_len_ratio,
         max_len_extra=args.max_len_extra,
         batch_size=args.batch_size,
-        split_sentences=not (args.whole_lines or args.attention or args.show_attention),
+        whole_lines=bool(args.whole_lines or args.attention or args.show_attention),
         **given,
     )
     if not isinstance(translator, Translator):

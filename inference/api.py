@@ -39,7 +39,7 @@ def load_translator(
     compute_type: str = "default",
     threads: int = 0,
     threads_per_batch: int = 1,
-    split_sentences: bool = True,
+    whole_lines: bool = False,
     **search,
 ) -> Translating:
     """A translator for `path`: with engine "minitrans" this project's PyTorch decoder on a
@@ -52,12 +52,13 @@ def load_translator(
     ours in worker processes, which hold the model as it is at their first use; 1 a batch a core,
     measured fastest for this project's models in bench/decode.py); one batch alone (a typed
     sentence) is decoded on all of them. More threads than this process may use are refused.
-    With `split_sentences`, text is taken as people type it (inference/contract.py's
-    LineTranslator): a line of several sentences is translated sentence by sentence and joined
-    back with its own spacing, a sentence in one case alone is recased, its numbers are copied as
-    written, and a translation that loops where its sentence does not is searched again without
-    the loop; False gives the model
-    each line whole and as it is, as it was trained (one caption a line).
+    Text is taken as people type it (inference/contract.py's LineTranslator): a line of several
+    sentences is translated sentence by sentence and joined back with its own spacing, a
+    sentence in one case alone is recased, its longer numbers are copied as written, a sentence
+    with nothing to translate is its own translation, and a translation that loops where its
+    sentence does not is searched again without the loop; `whole_lines` gives the model each line
+    whole and as it is instead, as it was trained (one caption a line; translate.py's
+    --whole-lines).
     The translator leaves this process's torch threads as they were; its worker processes end
     with its `close()` or `with` block (or when it is garbage-collected). `search`:
     SearchConfig's settings."""
@@ -89,7 +90,7 @@ def load_translator(
             threads=cores,
             threads_per_batch=threads_per_batch,
         )
-        if split_sentences:
+        if not whole_lines:
             exported_translator.split_lang = exported_translator.manifest.get("src_lang")
         return exported_translator
     if exported:
@@ -120,6 +121,6 @@ def load_translator(
         threads_per_worker=per_batch,
         threads=cores,  # one batch alone (a typed sentence) is decoded on all of them
     )
-    if split_sentences:
+    if not whole_lines:
         translator.split_lang = meta.get("src_lang")
     return translator

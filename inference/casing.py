@@ -17,6 +17,7 @@ recased, 43.52 as written; through another such model, 42.52 recased by the form
 vocabulary alone, 38.09 not recased (docs/recipe_search.md).
 """
 
+import re
 from collections.abc import Mapping
 from functools import cache
 
@@ -24,16 +25,33 @@ import sentencepiece as spm
 
 from data.word_forms import WORD
 
+# A word (between spaces) that is written to be copied, not translated: a URL (://), an e-mail
+# address or an @handle (@), a file name or a domain (a full stop, then two letters or more:
+# "bild.jpg", "example.com"; not an abbreviation such as "z.B." or "U.S.A.")
+COPY_THROUGH = re.compile(r"://|@|\w\.[^\W\d_]{2,}")
+
+
+def cased_letters(text: str) -> list[str]:
+    """The letters of `text` that have a case, but for its words written to be copied
+    (`COPY_THROUGH`: "RUF MICH AN: anna@web.de" is in capitals): a script without case (你好,
+    עברית) has none, so it is neither in capitals nor without them."""
+    return [c for word in text.split() if not COPY_THROUGH.search(word) for c in word if c.isupper() or c.islower()]
+
+
+def in_capitals(text: str) -> str:
+    """`text` upper-cased but for its words written to be copied (`COPY_THROUGH`), left as written."""
+    return "".join(part if COPY_THROUGH.search(part) else part.upper() for part in re.split(r"(\s+)", text))
+
 
 def shouted(text: str) -> bool:
-    """Whether `text` is written in capitals alone (two letters or more, none lower-case)."""
-    letters = [c for c in text if c.isalpha()]
+    """Whether `text` is written in capitals alone (two letters with case or more, none lower-case)."""
+    letters = cased_letters(text)
     return len(letters) >= 2 and not any(c.islower() for c in letters)
 
 
 def uncased(text: str) -> bool:
-    """Whether `text` is written without capitals (two letters or more, none upper-case)."""
-    letters = [c for c in text if c.isalpha()]
+    """Whether `text` is written without capitals (two letters with case or more, none upper-case)."""
+    letters = cased_letters(text)
     return len(letters) >= 2 and not any(c.isupper() for c in letters)
 
 
@@ -69,9 +87,15 @@ def likelier_form(word: str, vocabulary: spm.SentencePieceProcessor) -> str:
 def recased(text: str, vocabulary: spm.SentencePieceProcessor, forms: Mapping[str, str]) -> str:
     """`text` with each word in its form in `forms` (a word casefolded -> its form: "STRASSE" and
     "strasse" are "Straße"), else in its likelier form by `vocabulary` (`likelier_form`), and its
-    first letter a capital."""
+    first letter a capital; what is to be copied as written (`COPY_THROUGH`: a URL, an e-mail
+    address, an @handle, a file name) left as it is."""
 
     def form(word: str) -> str:
         return forms.get(word.casefold()) or likelier_form(word, vocabulary)
 
-    return capitalised(WORD.sub(lambda m: form(m.group(0)), text))
+    parts = re.split(r"(\s+)", text)  # words with what they hold, and the spacing between them
+    parts = [p if COPY_THROUGH.search(p) else WORD.sub(lambda m: form(m.group(0)), p) for p in parts]
+    first = next((i for i, p in enumerate(parts) if p.strip()), 0)
+    if not COPY_THROUGH.search(parts[first]):
+        parts[first] = capitalised(parts[first])
+    return "".join(parts)

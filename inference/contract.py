@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
 from data import Tokenizer
-from inference.casing import recased, shouted, uncased
+from inference.casing import COPY_THROUGH, in_capitals, recased, shouted, uncased
 from inference.loop_guard import Hypotheses, without_loops
 from inference.numbers import restored, with_stand_ins
 from inference.search_config import SearchConfig
+from inference.splitting import sentence_parts
 
 _T = TypeVar("_T", bound="Translating")
 _L = TypeVar("_L", bound="LineTranslator")
@@ -74,14 +75,6 @@ def length_sorted_batches(sources: Sequence[Sequence], batch_size: int) -> Itera
         yield order[start : start + batch_size]
 
 
-def sentence_parts(line: str, lang: str) -> list[str]:
-    """`line`'s sentences, each with the spacing that follows it (sentencex: Wikimedia's
-    rule-based segmenter); a blank line is its one part."""
-    from sentencex import segment  # compiled, quick; only where lines are split
-
-    return list(segment(lang, line)) if line.strip() else [line]
-
-
 class InLines:
     """`progress` told in lines while batches count `sentences` sentences of `lines` lines (a
     share: batches hold sentences of like length, not whole lines): after s sentences,
@@ -105,33 +98,50 @@ class InLines:
             self.told = now
 
 
+def nothing_to_translate(sentence: str) -> bool:
+    """Whether each word of `sentence` is without letters (an emoji, a number, punctuation) or
+    written to be copied (`COPY_THROUGH`: a URL, an e-mail address, an @handle, a file name): it
+    is its own translation, which a model trained on captions would not give back ("😀" ->
+    "security guards", "https://example.com" -> a sentence)."""
+    words = sentence.split()
+    return bool(words) and all(COPY_THROUGH.search(w) or not any(c.isalpha() for c in w) for w in words)
+
+
 def by_sentence(
     lines: Sequence[str],
     lang: str,
     nbest_of: Callable[[list[str], Progress], list[list[tuple[str, float]]]],
     recase: Callable[[str], str],
     progress: Progress = None,
+    stand_ins: bool = True,
 ) -> list[list[tuple[str, float]]]:
-    """Each line split into its sentences (`sentence_parts`), all the sentences searched together by `nbest_of`,
-    and each line put back: its i-th best is its sentences' i-th best (a sentence's last where it
-    has fewer) joined with the line's own spacing, scored by the sum of their scores. A line of
-    one sentence is translated as it is. `progress` counts the lines that are not blank.
+    """Each line split into its sentences (inference/splitting.py), all the sentences searched
+    together by `nbest_of`, and each line put back: its i-th best is its sentences' i-th best (a
+    sentence's last where it has fewer) joined with the line's own spacing, scored by the sum of
+    their scores. A line of one sentence is translated as it is. `progress` counts the lines that
+    are not blank.
 
     A sentence written in one case alone goes to the model `recase`d (inference/casing.py), and
-    the translations of one in capitals come back in capitals; its numbers go as one-digit
-    stand-ins and come back as written (inference/numbers.py)."""
+    the translations of one in capitals come back in capitals; with `stand_ins`, its longer
+    numbers go as one-digit stand-ins and come back as written (inference/numbers.py: for a
+    model whose vocabulary keeps digits together; one that writes a number digit by digit copies
+    it itself, and better: docs/recipe_search.md, "In the model"); a sentence with nothing to
+    translate (`nothing_to_translate`) is its own translation, scored 0, and no model reads it."""
     parts = [sentence_parts(line, lang) for line in lines]
     sentences = [part.strip() for line in parts for part in line]
+    copied = [nothing_to_translate(sentence) for sentence in sentences]
     loud = [shouted(sentence) for sentence in sentences]
-    standing = [with_stand_ins(sentence) for sentence in sentences]  # (what the model reads, its numbers)
-    lines_progress = InLines(progress, sum(map(bool, sentences)), sum(bool(line.strip()) for line in lines))
-    found = nbest_of(
-        [recase(s) if capitals or uncased(s) else s for (s, _), capitals in zip(standing, loud)], lines_progress
-    )
+    standing = [with_stand_ins(s) if stand_ins else (s, {}) for s in sentences]  # (what the model reads, its numbers)
+    read = [
+        "" if copy else recase(s) if capitals or uncased(s) else s
+        for (s, _), capitals, copy in zip(standing, loud, copied)
+    ]
+    lines_progress = InLines(progress, sum(map(bool, read)), sum(bool(line.strip()) for line in lines))
+    found = nbest_of(read, lines_progress)
     lines_progress.finish()
     found = [
-        [(restored(t.upper() if capitals else t, numbers), score) for t, score in h]
-        for h, capitals, (_, numbers) in zip(found, loud, standing)
+        [(sentence, 0.0)] if copy else [(restored(in_capitals(t) if capitals else t, numbers), score) for t, score in h]
+        for h, capitals, (_, numbers), copy, sentence in zip(found, loud, standing, copied, sentences)
     ]
     results, start = [], 0
     for line in parts:
@@ -162,9 +172,11 @@ class LineTranslator:
     (`_translate`: best texts; `_search`: n-best pieces, suppressing what it is told): each line
     whole, as the model reads it, or, where `split_lang` names the source language (load_translator
     sets it; training's own translators leave it None), as people type: sentence by sentence
-    (`by_sentence`), a sentence in one case alone recased (inference/casing.py), its numbers
-    copied as written (inference/numbers.py), a translation that loops searched again without its
-    loop (inference/loop_guard.py); and the `with` block
+    (`by_sentence`), a sentence in one case alone recased (inference/casing.py), its longer
+    numbers copied as written (inference/numbers.py; unless the vocabulary writes numbers digit
+    by digit, and the model copies them itself), a sentence with nothing to translate given
+    back as it is, a translation that loops searched again without its loop
+    (inference/loop_guard.py); and the `with` block
     that ends in `close()`. Threads may share one: what a call leaves for its caller to read
     (`truncated`) is kept for each thread apart."""
 
@@ -235,6 +247,7 @@ class LineTranslator:
             lambda sentences, lines_progress: self._nbest(sentences, n_best, lines_progress),
             lambda sentence: recased(sentence, self.tokenizer.src, self.tokenizer.src_form_of),
             progress,
+            stand_ins=not self.tokenizer.splits_digits,
         )
 
     def close(self) -> None:

@@ -156,6 +156,27 @@ def vary_ending(sentence: str, rng: random.Random) -> str:
     return sentence[:-1] + ("!" if draw < 0.2 else "?" if draw < 0.25 else ".")
 
 
+def as_typed(sentences: list[str], rng: random.Random) -> list[str]:
+    """A paragraph's sentences as people also type them: now and then a number starts one
+    ("3 Hunde folgen.") or an ordinal stands inside one ("im 2. Stock", German's way: a full
+    stop that ends no sentence), and now and then the whole paragraph is lower-cased or in
+    capitals (a boundary is then seen without the capital after it)."""
+    out = []
+    for sentence in sentences:
+        words, draw = sentence.split(" "), rng.random()
+        if draw < 0.05:
+            words.insert(0, str(rng.randint(1, 99)))
+        elif draw < 0.1 and len(words) > 2:
+            words.insert(rng.randint(1, len(words) - 1), f"{rng.randint(1, 30)}.")
+        out.append(" ".join(words))
+    case = rng.random()
+    if case < 0.15:
+        return [s.lower() for s in out]
+    if case < 0.25:
+        return [s.upper() for s in out]
+    return out
+
+
 def train_splitter(
     lines: Sequence[str],
     seed: int = 0,
@@ -180,7 +201,7 @@ def train_splitter(
     splitter.net.train()
     for _ in range(epochs):
         rng.shuffle(order)
-        examples = [labels([vary_ending(s, rng) for s in p]) for p in make_paragraphs(order, rng)]
+        examples = [labels(as_typed([vary_ending(s, rng) for s in p], rng)) for p in make_paragraphs(order, rng)]
         for start in range(0, len(examples), batch_size):
             batch = examples[start : start + batch_size]
             units_batch, feats = splitter.encode([text for text, _ in batch])

@@ -43,7 +43,7 @@ def test_a_line_of_several_sentences_is_translated_sentence_by_sentence(ci_run):
     each = translate("-c", ci_run, *toy_sentences()[:3]).stdout.decode().splitlines()
     assert out == ["  ".join(each), "", translate("-c", ci_run, SENTENCES[0]).stdout.decode().strip(), ""]
     whole = translate("-c", ci_run, "--whole-lines", paragraph).stdout.decode()
-    with load_translator(ci_run, split_sentences=False) as translator:
+    with load_translator(ci_run, whole_lines=True) as translator:
         assert whole == translator.translate([paragraph])[0] + "\n"
 
 

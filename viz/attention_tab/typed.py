@@ -1,6 +1,6 @@
 """Your own sentence in the ATTENTION tab: translated with a checkpoint of the run, in
 TensorBoard's process, into the same maps and values as a stored evaluation. Several sentences
-typed at once are split as translate.py splits a line (inference/contract.py's sentence_parts)
+typed at once are split as translate.py splits a line (inference/splitting.py)
 and each is translated and shown alone, as the probes of an evaluation are.
 
 A checkpoint is known by its identity, its path with the modification time and size of the file
@@ -75,9 +75,9 @@ class TypedSentences:
             pieces = len(translator.tokenizer.encode_src([text])[0])
             if pieces > MAX_PIECES:
                 raise TypedError(f"the text has {pieces} pieces; at most {MAX_PIECES} are translated here")
-            from inference.contract import sentence_parts  # torch: only once a sentence is typed
+            from inference.splitting import sentence_parts  # torch: only once a sentence is typed
 
-            lang = translator.split_lang  # the source language (load_translator's split_sentences)
+            lang = translator.split_lang  # the source language (None with load_translator's whole_lines)
             sentences = [part.strip() for part in sentence_parts(text, lang)] if lang else [text]
             attentions = [a for a in translator.attention(sentences, inside=True) if a is not None]
             if not attentions:

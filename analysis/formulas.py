@@ -16,6 +16,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from omegaconf import OmegaConf
 from torch import Tensor
 
 from inference.checkpoint import load_for_inference
@@ -37,8 +38,10 @@ def numbers(x: Tensor, n: int = 4) -> str:
 class Walk:
     """One sentence through one model, with what each section prints."""
 
-    def __init__(self, model: Transformer, tokenizer, sentence: str) -> None:
+    def __init__(self, model: Transformer, tokenizer, sentence: str, label_smoothing: float, rdrop: float) -> None:
+        """`label_smoothing` and `rdrop`: the run's train.label_smoothing and train.rdrop, as it trained."""
         self.model, self.tokenizer, self.cfg = model, tokenizer, model.cfg
+        self.label_smoothing, self.rdrop = label_smoothing, rdrop
         self.src = torch.tensor([tokenizer.encode_src([sentence])[0]])  # (1, S)
         self.src_pieces = tokenizer.src_pieces(self.src[0].tolist())
         [found] = greedy_search(model, self.src, 2 * self.src.size(1) + 10)
@@ -159,17 +162,33 @@ class Walk:
 
     def loss(self) -> None:
         targets = torch.tensor([[*self.out, self.cfg.eos_id]])  # (1, T): the translation and eos
-        eps = 0.1
+        eps = self.label_smoothing
         loss = self.model(self.src, self.tgt_in, targets, label_smoothing=eps).loss
         log_probs = F.log_softmax(self.model(self.src, self.tgt_in).logits[0], -1)  # (T, V)
         nll = -log_probs.gather(1, targets[0][:, None])[:, 0]  # (T,)
-        uniform = -log_probs.mean(-1)
+        uniform = -log_probs.mean(-1)  # (T,): -log p averaged over all V pieces
         print(
             "-log p of each target piece: " + ", ".join(f"{p} {v:.2f}" for p, v in zip(self.tgt_pieces, nll.tolist()))
         )
-        by_hand = ((1 - eps) * nll + eps * uniform).sum()
-        print(f"label-smoothed (eps {eps}): sum of (1 - eps) (-log p_y) + eps mean_j(-log p_j) = {by_hand.item():.4f}")
-        print(f"the model's loss: {loss.item():.4f}")
+        own, spread = ((1 - eps) * nll).sum(), (eps * uniform).sum()
+        print(
+            f"(1 - eps) sum of -log p_y = {own.item():.4f}   (the right pieces; eps {eps}, the run's label smoothing)"
+        )
+        print(
+            f"eps sum of mean_j(-log p_j) = {spread.item():.4f}   (every piece of the vocabulary: "
+            f"-log p of a wrong piece is large, mean {uniform.mean().item():.2f} a position)"
+        )
+        print(f"label-smoothed, by hand: {(own + spread).item():.4f}")
+        print(f"the model's loss: {loss.item():.4f} (summed over the {targets.size(1)} target pieces)")
+        print(f"a piece's share, as training logs it (loss / target pieces): {loss.item() / targets.size(1):.4f}")
+        if self.rdrop > 0:
+            print(
+                f"R-Drop (train.rdrop {self.rdrop}): training gives each batch twice, with other dropout, and its "
+                f"loss is (CE + CE') / 2 + {self.rdrop} / 4 (KL(p||p') + KL(p'||p)); here, without dropout, the "
+                "two passes agree: the KL terms are 0 and the loss is the one above"
+            )
+        else:
+            print("R-Drop (train.rdrop): off in this run, so the loss is the label-smoothed one alone")
 
     def decoding(self) -> None:
         memory, src_mask, _ = self.model.encode(self.src)
@@ -198,13 +217,16 @@ def main() -> None:
     parser.add_argument("sentence", help="a sentence in the run's source language")
     args = parser.parse_args()
     try:
-        model, tokenizer, _ = load_for_inference(args.checkpoint)
+        model, tokenizer, meta = load_for_inference(args.checkpoint)
     except UserError as e:
         sys.exit(f"error: {e}")
     if not tokenizer.encode_src([args.sentence])[0]:
         sys.exit("error: the sentence has no pieces the model reads")
     torch.set_grad_enabled(False)
-    walk = Walk(model, tokenizer, args.sentence)
+    if "config" not in meta:  # train.py saves the run's settings in every checkpoint
+        sys.exit(f"error: {args.checkpoint} does not hold its run's configuration (not saved by train.py?)")
+    trained = OmegaConf.create(meta["config"]).train  # the loss as the run trained it
+    walk = Walk(model, tokenizer, args.sentence, trained.label_smoothing, trained.get("rdrop", 0.0))
     for section in args.section or SECTIONS:
         print(f"== {section} ==")
         getattr(walk, section)()

@@ -1,12 +1,17 @@
 """Scaled dot-product attention and multi-head attention, written out in full.
 
-    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + mask) V
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, masked keys given weight 0
 
 Both functions return the attention weights next to the output, so that callers (attention
 maps, tests) can look at them without hooks or hidden module state. The other values inside a
 call (the heads' queries, keys and values, each head's output, their projection by W_O) are
 kept only on request: MultiHeadAttention.recording.
+
+Read from the top: the formula, the heads merged, multi-head attention; after them what
+step-by-step decoding, beam search and the analysis tools need.
 """
+
+from __future__ import annotations  # the signatures name the parts defined after the attention
 
 import math
 from typing import NamedTuple
@@ -24,7 +29,6 @@ def scaled_dot_product_attention(
     value: Tensor,
     mask: Tensor | None = None,
     dropout: nn.Module | None = None,
-    head_gate: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V over the last two dimensions.
 
@@ -34,11 +38,9 @@ def scaled_dot_product_attention(
         value: (B, H, T_k, d_v)
         mask: bool, broadcastable to (B, H, T_q, T_k); False entries get weight exactly 0.
         dropout: applied to the weights before they mix the values (training only).
-        head_gate: (H,) multiplies each head's weights before they mix the values; 0
-            silences a head (its output is exactly zero), 1 keeps it.
 
     Returns:
-        output (B, H, T_q, d_v) and the weights (B, H, T_q, T_k), gated, taken before dropout.
+        output (B, H, T_q, d_v) and the weights (B, H, T_q, T_k), taken before dropout.
         A query row whose keys are all masked gets all-zero weights and a zero output
         instead of NaN.
     """
@@ -51,68 +53,8 @@ def scaled_dot_product_attention(
     weights = F.softmax(scores, dim=-1)
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
-    if head_gate is not None:
-        weights = weights * head_gate.view(1, -1, 1, 1)  # (B, H, T_q, T_k)
     mixing = dropout(weights) if dropout is not None else weights
     return mixing @ value, weights
-
-
-class KVCache:
-    """Projected keys and values of one attention module, kept between decoding steps.
-
-    Self-attention caches grow by the new positions at every step; a static cache (cross-
-    attention) is filled once from the encoder output and then reused as it is.
-    """
-
-    def __init__(self, static: bool = False) -> None:
-        self.static = static
-        self.key: Tensor | None = None  # (B, H, T, d_head)
-        self.value: Tensor | None = None
-
-    def __len__(self) -> int:
-        return 0 if self.key is None else self.key.size(2)
-
-    def update(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
-        """Store the new keys/values (appended unless static) and return all of them."""
-        if self.key is not None and self.value is not None and not self.static:
-            key = torch.cat([self.key, key], dim=2)
-            value = torch.cat([self.value, value], dim=2)
-        self.key, self.value = key, value
-        return key, value
-
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows `index` (beam search reshuffles and prunes hypotheses; a static cache holds
-        one row per source, shared by its beams, and is only pruned)."""
-        if self.key is not None and self.value is not None:
-            self.key = self.key.index_select(0, index)
-            self.value = self.value.index_select(0, index)
-
-
-class AttentionSteps(NamedTuple):
-    """What one multi-head attention call computed on the way, for looking inside it: together with
-    its weights, every value of softmax(Q K^T / sqrt(d_k)) V and of the heads' merge."""
-
-    query: Tensor  # (B, H, T_q, d_head) q = x W_Q, split into heads
-    key: Tensor  # (B, H, T_k, d_head) k = y W_K (y = x in self-attention)
-    value: Tensor  # (B, H, T_k, d_head) v = y W_V
-    heads: Tensor  # (B, H, T_q, d_head) each head's output: its weights times the values
-    output: Tensor  # (B, T_q, d_model) the heads concatenated and projected by W_O
-
-
-def stack_groups(x: Tensor, groups: int) -> Tensor:
-    """(B*G, H, T, d) -> (B, H, G*T, d): the rows of each run of G consecutive batch rows (beam
-    search's G hypotheses of one sentence) side by side, so that one product with the sentence's
-    keys serves them all."""
-    bg, h, t, d = x.shape
-    # (B, G, H, T, d) -> (B, H, G, T, d) -> (B, H, G*T, d)
-    return x.view(bg // groups, groups, h, t, d).transpose(1, 2).reshape(bg // groups, h, groups * t, d)
-
-
-def unstack_groups(x: Tensor, groups: int) -> Tensor:
-    """(B, H, G*T, d) -> (B*G, H, T, d), the inverse of `stack_groups`."""
-    b, h, gt, d = x.shape
-    # (B, H, G, T, d) -> (B, G, H, T, d) -> (B*G, H, T, d)
-    return x.view(b, h, groups, gt // groups, d).transpose(1, 2).reshape(b * groups, h, gt // groups, d)
 
 
 def merge_heads(heads: Tensor) -> Tensor:
@@ -184,13 +126,20 @@ class MultiHeadAttention(nn.Module):
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
         """Every head's softmax(q k^T / sqrt(d_head)) v: heads (B, H, T_q, d_head) and weights
         (B, H, T_q, T_k). With G query rows to each key/value row (beam search's fast path),
-        the G rows of a source are stacked and attend to it in one product."""
+        the G rows of a source are stacked and attend to it in one product. A head the
+        `head_gate` sets to 0 gives zeros, its weights too; 1 leaves it as it is."""
         groups = q.size(0) // k.size(0)
         if groups == 1:
-            return scaled_dot_product_attention(q, k, v, mask, self.dropout, self.head_gate)
-        stacked = stack_groups(q, groups)  # (B/G, H, G*T_q, d_head)
-        heads, weights = scaled_dot_product_attention(stacked, k, v, mask, self.dropout, self.head_gate)
-        return unstack_groups(heads, groups), unstack_groups(weights, groups)  # (B, H, T_q, ...)
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)
+        else:
+            stacked = stack_groups(q, groups)  # (B/G, H, G*T_q, d_head)
+            heads, weights = scaled_dot_product_attention(stacked, k, v, mask, self.dropout)
+            heads, weights = unstack_groups(heads, groups), unstack_groups(weights, groups)  # (B, H, T_q, ...)
+        if self.head_gate is not None:  # the analysis tools' switch (Transformer.mask_heads)
+            # a head's output is its weights times the values: gating either gates both
+            gate = self.head_gate.view(1, -1, 1, 1)  # (1, H, 1, 1)
+            heads, weights = heads * gate, weights * gate
+        return heads, weights
 
     def forward(
         self,
@@ -230,3 +179,65 @@ class MultiHeadAttention(nn.Module):
         if self.recording is not None:
             self.recording.append(AttentionSteps(q, k, v, heads, output))
         return output, weights
+
+
+# What decoding and looking inside need, after the attention they serve: the key/value cache of
+# step-by-step decoding, the values a call computed on the way, and beam search's grouped rows.
+
+
+class KVCache:
+    """Projected keys and values of one attention module, kept between decoding steps.
+
+    Self-attention caches grow by the new positions at every step; a static cache (cross-
+    attention) is filled once from the encoder output and then reused as it is.
+    """
+
+    def __init__(self, static: bool = False) -> None:
+        self.static = static
+        self.key: Tensor | None = None  # (B, H, T, d_head)
+        self.value: Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.key is None else self.key.size(2)
+
+    def update(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """Store the new keys/values (appended unless static) and return all of them."""
+        if self.key is not None and self.value is not None and not self.static:
+            key = torch.cat([self.key, key], dim=2)
+            value = torch.cat([self.value, value], dim=2)
+        self.key, self.value = key, value
+        return key, value
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows `index` (beam search reshuffles and prunes hypotheses; a static cache holds
+        one row per source, shared by its beams, and is only pruned)."""
+        if self.key is not None and self.value is not None:
+            self.key = self.key.index_select(0, index)
+            self.value = self.value.index_select(0, index)
+
+
+class AttentionSteps(NamedTuple):
+    """What one multi-head attention call computed on the way, for looking inside it: together with
+    its weights, every value of softmax(Q K^T / sqrt(d_k)) V and of the heads' merge."""
+
+    query: Tensor  # (B, H, T_q, d_head) q = x W_Q, split into heads
+    key: Tensor  # (B, H, T_k, d_head) k = y W_K (y = x in self-attention)
+    value: Tensor  # (B, H, T_k, d_head) v = y W_V
+    heads: Tensor  # (B, H, T_q, d_head) each head's output: its weights times the values
+    output: Tensor  # (B, T_q, d_model) the heads concatenated and projected by W_O
+
+
+def stack_groups(x: Tensor, groups: int) -> Tensor:
+    """(B*G, H, T, d) -> (B, H, G*T, d): the rows of each run of G consecutive batch rows (beam
+    search's G hypotheses of one sentence) side by side, so that one product with the sentence's
+    keys serves them all."""
+    bg, h, t, d = x.shape
+    # (B, G, H, T, d) -> (B, H, G, T, d) -> (B, H, G*T, d)
+    return x.view(bg // groups, groups, h, t, d).transpose(1, 2).reshape(bg // groups, h, groups * t, d)
+
+
+def unstack_groups(x: Tensor, groups: int) -> Tensor:
+    """(B, H, G*T, d) -> (B*G, H, T, d), the inverse of `stack_groups`."""
+    b, h, gt, d = x.shape
+    # (B, H, G, T, d) -> (B, G, H, T, d) -> (B*G, H, T, d)
+    return x.view(b, h, groups, gt // groups, d).transpose(1, 2).reshape(b * groups, h, gt // groups, d)

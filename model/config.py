@@ -34,8 +34,11 @@ class TransformerConfig:
     # The plain computation where a fast one stands in for it: the loss as F.cross_entropy
     # (not model/output_loss.py's fused one), dropout as F.dropout (not model/dropout.py's bit
     # masks), and in beam search each hypothesis with its own copy of the source in cross-
-    # attention (not the hypotheses of a sentence sharing one). The same numbers, slower
-    # (tests/test_plain_and_fast.py proves each pair equal; bench/plain_and_fast.py times them).
+    # attention (not the hypotheses of a sentence sharing one) and one top-k over every beam and
+    # token (not model/search.py's two rounds). The loss equal to rounding and the same
+    # translations, slower; dropout the same keep rate and scale from other random bits (docs/
+    # guide.md, section 12; tests/test_plain_and_fast.py and tests/test_search.py prove each pair,
+    # bench/plain_and_fast.py times them).
     plain: bool = False
     # Special ids: the tokenizer decides them and training copies them in (these defaults
     # are SentencePiece's ids as data/ trains it, for models built by hand in tests).

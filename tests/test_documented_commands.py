@@ -92,6 +92,7 @@ COMMANDS: dict[str, Command] = {
     "make lint": Command(kind="ci"),
     "make train": Command(short=SHORT, check="test_2016_flickr: BLEU"),
     'make train ARGS="experiment=ci"': Command(short=SHORT, check="test_2016_flickr: BLEU"),
+    'make train ARGS="experiment=proxy"': Command(short=SHORT, check="test_2016_flickr: BLEU"),
     '.venv/bin/python translate.py -c runs/latest "Ein Mann fährt Fahrrad."': Command(needs=("latest",)),
     ".venv/bin/tensorboard --logdir runs": Command(needs=RUN_NEEDS, kind="server"),
     "make install": Command(),
@@ -279,8 +280,18 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/robustness.py -c runs/proxy_base": Command(
         short="--sentences 12", needs=("proxy_base",), check="single words"
     ),
+    ".venv/bin/python bench/robustness.py -c runs/proxy_base --whole-lines": Command(
+        short="--sentences 12", needs=("proxy_base",), check="whole lines"
+    ),
+    'make train ARGS="experiment=proxy data.augment.upper=0.05 data.augment.title=0.05 data.augment.numbers=0.5 '
+    "data.augment.copy_through=0.05 data.augment.typos=0.1 data.augment.fold=0.1 data.tokenizer.split_digits=true "
+    'data.tokenizer.upper_copies=0.1 hydra.run.dir=runs/proxy_robust"': Command(short=SHORT),
+    'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
+    ),
+    ".venv/bin/python bench/robustness.py -c runs/RUN --whole-lines": Command(
+        short="--sentences 12", needs=RUN_NEEDS, check="whole lines"
     ),
     ".venv/bin/python bench/translate_file.py -c runs/RUN --lines 10000": Command(
         short="--lines 40", needs=RUN_NEEDS, check="40 of 40 identical"

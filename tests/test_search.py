@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from model import TransformerConfig
-from model.search import beam_search, best_extensions, greedy_search, output_limits
+from model.search import beam_search, best_extensions, greedy_search, output_limits, plain_best_extensions
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 A, B, C, D = 4, 5, 6, 7
@@ -156,10 +156,10 @@ def test_best_extensions_equal_a_top_k_over_every_beam_and_token(vocab, beams):
     beam_scores[:2, 1:] = float("-inf")  # sentences whose only live beam is the first
     count = min(2 * beams, beams * vocab)
     scores, beam, token = best_extensions(log_probs, beam_scores, count)
-    expected_scores, index = (beam_scores[:, :, None] + log_probs).view(6, -1).topk(count, dim=1)
+    expected_scores, expected_beam, expected_token = plain_best_extensions(log_probs, beam_scores, count)
     assert torch.equal(scores, expected_scores)
     finite = scores.isfinite()  # which of several -inf extensions fills a place is not defined
-    assert torch.equal(beam[finite], (index // vocab)[finite]) and torch.equal(token[finite], (index % vocab)[finite])
+    assert torch.equal(beam[finite], expected_beam[finite]) and torch.equal(token[finite], expected_token[finite])
     assert (token < vocab).all()
     assert torch.equal(scores, beam_scores.gather(1, beam) + log_probs[torch.arange(6)[:, None], beam, token])
 

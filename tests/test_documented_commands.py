@@ -21,6 +21,10 @@ As written, except:
   options) appended that shrink steps and data (SHORT), a benchmark at its smallest size (a few
   sentences or lines), and the test says so. The vocabulary
   shrinks with the data: SentencePiece cannot learn 8,000 pieces from a few hundred sentences.
+  Two parts are left out where other tests run them: a short run's robustness report after the
+  test set (SHORT; test_final_evaluation.py runs it, REPORTING_SHORT keeps it where a command's
+  output shows it), and the layouts of the cores of a benchmark run again (DECODE_AGAIN: the
+  first bench/decode.py command runs every layout).
 """
 
 import json
@@ -52,25 +56,24 @@ from inference.argos_package import offline_environ
 # translations run to the limit) and the robustness report after the test set (5 s of a 13-second
 # run: the variants loop to the limit and are searched again); the report is tested in
 # test_final_evaluation.py, and REPORTING_SHORT keeps it for a command whose output shows it.
-STEPS = "train.max_steps=2 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360"
+TOY_EVAL = "data.max_eval_examples=5 data.tokenizer.vocab_size=360"
+STEPS = "train.max_steps=2 train.eval_every=2 " + TOY_EVAL
 REPORTING_SHORT = STEPS + " train.attention_every=0"
 SHORT = REPORTING_SHORT + " train.robustness=false"
-# The run that the benchmarks, translate.py and the tab read (runs/RUN, runs/en-de) keeps the attention
-# evaluations of one probe sentence and takes 60 steps (15 s more, once): by then its translations
-# end, where 2 steps' run to their limit and are searched again, and each benchmark of it takes about
-# a third less (bench/decode.py -c runs/RUN --threads 1: 30 s against 19).
-RUN_SHORT = (
-    "train.max_steps=60 train.eval_every=60 data.max_eval_examples=5 data.tokenizer.vocab_size=360 "
-    "train.attention_probes=1"
-)
+# The run that the benchmarks, translate.py and the tab read (runs/RUN, runs/en-de) is the run a user
+# gets, its attention evaluations (of one probe sentence) and robustness report kept, in 60 steps
+# (~15 s more each time it is made: in each group that needs it, and runs/en-de): by then its
+# translations end, where 2 steps' run to their limit and are searched again, and each benchmark of
+# it takes about a third less (bench/decode.py --sentences 5 --threads 1 on the 2-step run: 30 s,
+# on the 60-step run: 19 s).
+RUN_SHORT = "train.max_steps=60 train.eval_every=60 " + TOY_EVAL + " train.attention_probes=1"
 # the same on Multi30k itself: 1,000 of its pairs
 MULTI30K_SHORT = SHORT.replace("vocab_size=360", "vocab_size=1000") + " data.max_train_examples=1000"
 # the speed benchmark shortened; in fp32 unless the command names what it measures (`machine`)
 SHORT_SPEED_AS_GIVEN = "--steps 1 --rounds 1 --warmup 0 --vocab-size 360 --max-tokens 512"
 SHORT_SPEED = SHORT_SPEED_AS_GIVEN + " --precisions fp32"
-# bench/decode.py again after `bench/decode.py -c runs/RUN` ran it whole (5 sentences, every layout of
-# the cores): one layout, one core. Each layout is 5 engines' greedy and beam rows and latencies, and
-# an untrained model's translations run to their limit: ~30 s a run whole, ~10 in one layout.
+# bench/decode.py again, after `bench/decode.py -c runs/RUN` ran every layout of the cores: one
+# layout, one core (each layout is 5 engines' greedy and beam rows and their latencies).
 DECODE_AGAIN = "--sentences 5 --threads 1"
 
 
@@ -136,13 +139,11 @@ COMMANDS: dict[str, Command] = {
         short=MULTI30K_SHORT, multi30k=True
     ),
     ".venv/bin/python train.py experiment=ci hydra.run.dir=runs/my_run": Command(
-        short="train.max_steps=40 train.eval_every=20 data.max_eval_examples=5 data.tokenizer.vocab_size=360",
+        short="train.max_steps=40 train.eval_every=20 " + TOY_EVAL,
         kind="interrupt",
     ),
     ".venv/bin/torchrun --standalone --nproc_per_node=2 train.py experiment=ci train.threads=1 "
-    "hydra.run.dir=runs/ddp": Command(
-        short="train.max_steps=4 train.eval_every=2 data.max_eval_examples=5 data.tokenizer.vocab_size=360"
-    ),
+    "hydra.run.dir=runs/ddp": Command(short="train.max_steps=4 train.eval_every=2 " + TOY_EVAL),
     'make train ARGS="train.max_minutes=10"': Command(short=SHORT),
     'make train ARGS="train.max_minutes=12"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/tab_demo train.max_minutes=10 train.eval_every=250 '
@@ -248,7 +249,7 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="-m experiment=proxy data.tokenizer.vocab_size=2000,4000,8000 '
     'hydra.sweep.dir=runs/multirun/proxy_vocab"': Command(
         short="train.max_steps=2 train.eval_every=2 data.max_train_examples=8000 data.max_eval_examples=5 "
-        "train.attention_every=0",
+        "train.attention_every=0 train.robustness=false",
         multi30k=True,
     ),
     ".venv/bin/python bench/sweep_table.py runs/multirun/proxy_vocab": Command(needs=("proxy_vocab",), multi30k=True),
@@ -549,7 +550,7 @@ def made_by(command: str) -> str | None:
 # under pytest-xdist (make test) each such group stays on one worker (xdist_group), and the groups
 # and the other commands go to any worker, each worker with a checkout of its own (where the few
 # files they need take no time to make). The many commands that read the documented `make train`'s
-# run are three groups, each making that run (~25 s) where it lands, so that both workers share them:
+# run are three groups, each making that run (~35 s) where it lands, so that both workers share them:
 # exports and what serves them, the benchmarks, the rest.
 QUICK_TO_MAKE = {"corpus", "sentences.de", "candidates.txt"}
 NEEDED = {what for spec in COMMANDS.values() for what in spec.needs} - QUICK_TO_MAKE

@@ -11,9 +11,9 @@ line without capitals, each letter there written as its capital (in a line with 
 lower-case letter after a full stop is what tells sentencex that an abbreviation ends no
 sentence: `Hauptstr. in Berlin`). Its cuts are made at the same places in the line as typed. In
 German, a cut right after an article or a preposition with an article and a number of one to
-three digits with its full stop (`im 2.`, `den 14.`) is undone: that is an ordinal (and so
-`Er ist der 1. Er gewann.` stays one, as rare as it is). The paragraphs
-this is measured on: tests/helpers/typed_paragraphs.py.
+three digits with its full stop (`im 2.`, `den 14.`) is undone: that is an ordinal; but not
+where the next sentence starts with a personal pronoun, which no ordinal stands before
+(`Er ist der 1. Er gewann.`). The paragraphs this is measured on: tests/helpers/typed_paragraphs.py.
 """
 
 import re
@@ -32,6 +32,9 @@ _ORDINAL_END = {
     lang: re.compile(rf"(?<!\w)(?:{'|'.join(words.split())})\s+\d{{1,3}}\.\s*$", re.IGNORECASE)
     for lang, words in _BEFORE_ORDINAL.items()
 }
+# and the words a sentence may start with that no ordinal stands before: the personal pronouns (not
+# the articles: "der 1. der Klasse", "am 1. des Monats")
+_NOT_AFTER_ORDINAL = {"de": re.compile(r"(?:er|sie|es|ich|du|wir|ihr|man)\b", re.IGNORECASE)}
 
 
 def _probe(line: str) -> str:
@@ -63,12 +66,12 @@ def sentence_parts(line: str, lang: str) -> list[str]:
 
     if not line.strip():
         return [line]
-    ordinal = _ORDINAL_END.get(lang)
+    ordinal, not_after = _ORDINAL_END.get(lang), _NOT_AFTER_ORDINAL.get(lang)
     parts: list[str] = []
     start = 0
     for piece in segment(lang, _probe(line)):  # the probe has the line's length: cut the line alike
         text, start = line[start : start + len(piece)], start + len(piece)
-        if parts and ordinal is not None and ordinal.search(parts[-1]):
+        if parts and ordinal is not None and ordinal.search(parts[-1]) and not (not_after and not_after.match(text)):
             parts[-1] += text  # "im 2. " ends no sentence: the next part goes on it
         else:
             parts.append(text)

@@ -11,9 +11,10 @@ line without capitals, each letter there written as its capital (in a line with 
 lower-case letter after a full stop is what tells sentencex that an abbreviation ends no
 sentence: `Hauptstr. in Berlin`). Its cuts are made at the same places in the line as typed. In
 German, a cut right after an article or a preposition with an article and a number of one to
-three digits with its full stop (`im 2.`, `den 14.`) is undone: that is an ordinal; but not
-where the next sentence starts with a personal pronoun, which no ordinal stands before
-(`Er ist der 1. Er gewann.`). The paragraphs this is measured on: tests/helpers/typed_paragraphs.py.
+three digits with its full stop (`im 2.`, `den 14.`) is undone: that is an ordinal. The cut stays
+where the part after it starts with a personal pronoun in the nominative or `man`, which no
+ordinal stands before (`Er ist der 1. Er gewann.`; not `Ich-Erzähler`, a compound). The
+paragraphs this is measured on: tests/helpers/typed_paragraphs.py.
 """
 
 import re
@@ -32,9 +33,10 @@ _ORDINAL_END = {
     lang: re.compile(rf"(?<!\w)(?:{'|'.join(words.split())})\s+\d{{1,3}}\.\s*$", re.IGNORECASE)
     for lang, words in _BEFORE_ORDINAL.items()
 }
-# and the words a sentence may start with that no ordinal stands before: the personal pronouns (not
-# the articles: "der 1. der Klasse", "am 1. des Monats")
-_NOT_AFTER_ORDINAL = {"de": re.compile(r"(?:er|sie|es|ich|du|wir|ihr|man)\b", re.IGNORECASE)}
+# the words a sentence may start with that no ordinal stands before: the personal pronouns in the
+# nominative and "man", as whole words (not "Ich-Erzähler"); not the articles ("der 1. der Klasse",
+# "am 1. des Monats")
+_NOT_AFTER_ORDINAL = {"de": re.compile(r"(?:er|sie|es|ich|du|wir|ihr|man)(?![\w-])", re.IGNORECASE)}
 
 
 def _probe(line: str) -> str:

@@ -16,10 +16,9 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from omegaconf import OmegaConf
 from torch import Tensor
 
-from inference.checkpoint import load_for_inference
+from inference.checkpoint import load_for_inference, saved_train_settings
 from model import Transformer
 from model.attention import merge_heads
 from model.embedding import sinusoid_table
@@ -223,10 +222,10 @@ def main() -> None:
     if not tokenizer.encode_src([args.sentence])[0]:
         sys.exit("error: the sentence has no pieces the model reads")
     torch.set_grad_enabled(False)
-    if "config" not in meta:  # train.py saves the run's settings in every checkpoint
+    trained = saved_train_settings(meta)  # the loss as the run trained it
+    if not trained:  # train.py saves the run's settings in every checkpoint
         sys.exit(f"error: {args.checkpoint} does not hold its run's configuration (not saved by train.py?)")
-    trained = OmegaConf.create(meta["config"]).train  # the loss as the run trained it
-    walk = Walk(model, tokenizer, args.sentence, trained.label_smoothing, trained.get("rdrop", 0.0))
+    walk = Walk(model, tokenizer, args.sentence, trained["label_smoothing"], trained.get("rdrop", 0.0))
     for section in args.section or SECTIONS:
         print(f"== {section} ==")
         getattr(walk, section)()

@@ -29,6 +29,8 @@ from data.word_forms import WORD
 # address or an @handle (@), a file name or a domain (a full stop, then two letters or more:
 # "bild.jpg", "example.com"; not an abbreviation such as "z.B." or "U.S.A.")
 COPY_THROUGH = re.compile(r"://|@|\w\.[^\W\d_]{2,}")
+# a text cut into its words and the spacing between them (kept, so that they join back)
+_SPACED = re.compile(r"(\s+)")
 
 
 def cased_letters(text: str) -> list[str]:
@@ -40,7 +42,7 @@ def cased_letters(text: str) -> list[str]:
 
 def in_capitals(text: str) -> str:
     """`text` upper-cased but for its words written to be copied (`COPY_THROUGH`), left as written."""
-    return "".join(part if COPY_THROUGH.search(part) else part.upper() for part in re.split(r"(\s+)", text))
+    return "".join(part if COPY_THROUGH.search(part) else part.upper() for part in _SPACED.split(text))
 
 
 def shouted(text: str) -> bool:
@@ -93,7 +95,7 @@ def recased(text: str, vocabulary: spm.SentencePieceProcessor, forms: Mapping[st
     def form(word: str) -> str:
         return forms.get(word.casefold()) or likelier_form(word, vocabulary)
 
-    parts = re.split(r"(\s+)", text)  # words with what they hold, and the spacing between them
+    parts = _SPACED.split(text)  # words with what they hold, and the spacing between them
     parts = [p if COPY_THROUGH.search(p) else WORD.sub(lambda m: form(m.group(0)), p) for p in parts]
     first = next((i for i, p in enumerate(parts) if p.strip()), 0)
     if not COPY_THROUGH.search(parts[first]):

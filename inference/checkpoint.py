@@ -134,6 +134,17 @@ def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
     return {name: (tensor / len(paths)).float() for name, tensor in total.items()}
 
 
+def saved_train_settings(meta: dict) -> dict:
+    """The train settings a checkpoint was written with ({} if it does not say)."""
+    from omegaconf import OmegaConf  # loaded here only: translating needs it not
+
+    if "config" not in meta:
+        return {}
+    settings = OmegaConf.to_container(OmegaConf.create(meta["config"]))
+    assert isinstance(settings, dict)  # a run's configuration is a mapping
+    return settings.get("train", {})
+
+
 def run_text(meta: dict, splits: list[str], data_dir: str | None = None, what: str = "checkpoint") -> "DatasetDict":
     """The splits of the corpus a checkpoint's run trained on, read as the run read them (its
     data config), from where the run found them (data/prepare.py's corpus_location, kept with

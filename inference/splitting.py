@@ -24,19 +24,22 @@ _AFTER_END = re.compile(r"(\w*)(?<![.][.])([.!?])(\s+)(\w)")
 # a word a full stop shortens that numbers follow ("Hauptstr. 5", "Nr. 3", "S. 12", "Tel. 030 ..."):
 # a digit after it starts no sentence, and is left as typed for sentencex to judge
 _BEFORE_NUMBER = re.compile(r"(?i)(?:\w*str|nr|no|s|p|pp|abb|fig|tab|tel|fax|kap|bd|vol|art|abs|ca|vgl|bzw|ziff)")
-# German words that stand before an ordinal ("im 2. Stock", "den 1. Platz"), in any case
-_BEFORE_ORDINAL = {
-    "de": "der die das den dem des am im zum zur vom beim ins ans aufs ein eine einem einen einer "
-    "jeder jede jeden jedem"
+# German ordinals: a cut after a word that stands before an ordinal and a number of one to three
+# digits with its full stop ("im 2. Stock", "den 1. Platz"), in any case, is undone; not where the
+# next part starts with a word no ordinal stands before: the personal pronouns in the nominative
+# and "man", as whole words (not "Ich-Erzähler"); not the articles ("der 1. der Klasse", "am 1.
+# des Monats")
+_ORDINALS = {
+    "de": (
+        re.compile(
+            r"(?<!\w)(?:der|die|das|den|dem|des|am|im|zum|zur|vom|beim|ins|ans|aufs|ein|eine|einem|einen|einer"
+            r"|jeder|jede|jeden|jedem)\s+\d{1,3}\.\s*$",
+            re.IGNORECASE,
+        ),
+        re.compile(r"(?:er|sie|es|ich|du|wir|ihr|man)(?![\w-])", re.IGNORECASE),
+    )
 }
-_ORDINAL_END = {
-    lang: re.compile(rf"(?<!\w)(?:{'|'.join(words.split())})\s+\d{{1,3}}\.\s*$", re.IGNORECASE)
-    for lang, words in _BEFORE_ORDINAL.items()
-}
-# the words a sentence may start with that no ordinal stands before: the personal pronouns in the
-# nominative and "man", as whole words (not "Ich-Erzähler"); not the articles ("der 1. der Klasse",
-# "am 1. des Monats")
-_NOT_AFTER_ORDINAL = {"de": re.compile(r"(?:er|sie|es|ich|du|wir|ihr|man)(?![\w-])", re.IGNORECASE)}
+_NOTHING = re.compile(r"(?!)")  # another language's ordinals: no cut is undone
 
 
 def _probe(line: str) -> str:
@@ -68,12 +71,12 @@ def sentence_parts(line: str, lang: str) -> list[str]:
 
     if not line.strip():
         return [line]
-    ordinal, not_after = _ORDINAL_END.get(lang), _NOT_AFTER_ORDINAL.get(lang)
+    ordinal, not_after = _ORDINALS.get(lang, (_NOTHING, _NOTHING))
     parts: list[str] = []
     start = 0
     for piece in segment(lang, _probe(line)):  # the probe has the line's length: cut the line alike
         text, start = line[start : start + len(piece)], start + len(piece)
-        if parts and ordinal is not None and ordinal.search(parts[-1]) and not (not_after and not_after.match(text)):
+        if parts and ordinal.search(parts[-1]) and not not_after.match(text):
             parts[-1] += text  # "im 2. " ends no sentence: the next part goes on it
         else:
             parts.append(text)

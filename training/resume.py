@@ -14,10 +14,8 @@ import math
 import shutil
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from data import Tokenizer
-from inference.checkpoint import load_checkpoint, load_weights, resolve_checkpoint_path
+from inference.checkpoint import load_checkpoint, load_weights, resolve_checkpoint_path, saved_train_settings
 from training.config import RunConfig, TrainConfig
 from training.distributed import Distributed
 from training.schedule import Schedule
@@ -31,13 +29,6 @@ log = logging.getLogger("train")
 NOT_SETTINGS = {"resume", "init_from"}
 # what the schedule is planned from: any change re-plans it
 SCHEDULE_SETTINGS = {"schedule", "warmup_steps", "lr_floor", "max_steps", "max_minutes", "reserve_minutes"}
-
-
-def saved_train_settings(meta: dict) -> dict:
-    """The train settings a checkpoint was written with ({} if it does not say)."""
-    if "config" not in meta:
-        return {}
-    return OmegaConf.to_container(OmegaConf.create(meta["config"])).get("train", {})
 
 
 def changed_settings(saved: dict, cfg: TrainConfig) -> dict[str, tuple]:

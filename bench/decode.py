@@ -220,6 +220,7 @@ def main() -> None:
     compared = against_history(
         {name: results[f"{name}, {default}, {beam}"]["sentences_per_sec"] for name in COMPARED},
         {"checkpoint": args.checkpoint, "split": args.split, "sentences": len(text), "beam": args.beam_size},
+        layout=(args.threads, default),
         record=not args.compare,
     )
     if args.compare:
@@ -250,19 +251,27 @@ def main() -> None:
     )
 
 
-def against_history(speeds: dict[str, float], setting: dict, record: bool) -> float:
+def against_history(speeds: dict[str, float], setting: dict, layout: tuple[int, str], record: bool) -> float:
     """CTranslate2 float32's sentences/s over ours fp32's, printed beside the last ratio recorded
-    on this CPU kind (the same model name and cores' features) for the same search; with
-    `record`, this one is added to the history. The ratio."""
+    on this CPU kind (the same model name and cores' features) for the same search and the same
+    `layout` (--threads and the default layout's name); with `record`, this one is added to the
+    history. The ratio."""
+    threads, layout_name = layout
     ours, theirs = (speeds[name] for name in COMPARED)
     ratio = round(theirs / ours, 3)
     kind = {"machine": cpu_model(), "cpu_features": cpu_description(), "cores": usable_cores()}
     print(
-        f"{setting['split']}, {setting['sentences']} sentences, beam {setting['beam']}, default layout: "
+        f"{setting['split']}, {setting['sentences']} sentences, beam {setting['beam']}, {layout_name}: "
         f"ours fp32 {ours:.1f}, CTranslate2 float32 {theirs:.1f} sentences/s: {ratio:.2f}x"
     )
     history = [json.loads(line) for line in HISTORY.read_text().splitlines()] if HISTORY.exists() else []
-    same = [row for row in history if all(row.get(k) == v for k, v in kind.items()) and row["beam"] == setting["beam"]]
+    same = [  # rows from before --threads was recorded ran with every usable core
+        row
+        for row in history
+        if all(row.get(k) == v for k, v in kind.items())
+        and row["beam"] == setting["beam"]
+        and row.get("threads", row["cores"]) == threads
+    ]
     if same:
         last = same[-1]
         verdict = (
@@ -273,13 +282,15 @@ def against_history(speeds: dict[str, float], setting: dict, record: bool) -> fl
             else "the same, within 5%,"
         )
         print(
-            f"last recorded on this CPU kind ({kind['machine']}, {kind['cpu_features']}, {kind['cores']} cores): "
+            f"last recorded on this CPU kind ({kind['machine']}, {kind['cpu_features']}, {kind['cores']} cores) "
+            f"with --threads {threads}: "
             f"{last['ratio']:.2f}x at {last['commit']} ({last['date']}, {last['checkpoint']}); "
             f"ours is {verdict} against CTranslate2"
         )
     else:
         print(
-            f"nothing recorded yet on this CPU kind ({kind['machine']}, {kind['cpu_features']}, {kind['cores']} cores)"
+            f"nothing recorded yet on this CPU kind ({kind['machine']}, {kind['cpu_features']}, {kind['cores']} cores) "
+            f"with --threads {threads}"
         )
     if record:
         row = {
@@ -287,6 +298,7 @@ def against_history(speeds: dict[str, float], setting: dict, record: bool) -> fl
             "date": time.strftime("%Y-%m-%d"),
             **kind,
             **setting,
+            "threads": threads,
             "ours_fp32": ours,
             "ctranslate2_float32": theirs,
             "ratio": ratio,

@@ -26,6 +26,7 @@ from inference.ct2_translator import CTranslate2Translator, is_export
 from inference.quantize import quantize_int8
 from inference.search_config import SearchConfig
 from inference.translator import Translator
+from inference.weight_layout import lay_out_for_decoding
 from utils.device import cpu_description, native_bf16, usable_cores
 from utils.errors import UserError
 
@@ -110,6 +111,8 @@ def load_translator(
     model, tokenizer, meta = load_for_inference(path, device)
     if compute_type == "int8":
         model = quantize_int8(model)
+    elif device.type == "cpu":
+        lay_out_for_decoding(model)
     per_batch = min(threads_per_batch, cores)
     workers = cores // per_batch if device.type == "cpu" else 1  # a GPU decodes one batch at a time
     translator = Translator(

@@ -189,7 +189,9 @@ class KVCache:
     """Projected keys and values of one attention module, kept between decoding steps.
 
     Self-attention caches grow by the new positions at every step; a static cache (cross-
-    attention) is filled once from the encoder output and then reused as it is.
+    attention) is filled once from the encoder output, kept contiguous, and then reused as it is:
+    the products of every step read it as it lies, where a strided view (the projection's split)
+    would be copied at every step.
     """
 
     def __init__(self, static: bool = False) -> None:
@@ -202,7 +204,9 @@ class KVCache:
 
     def update(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
         """Store the new keys/values (appended unless static) and return all of them."""
-        if self.key is not None and self.value is not None and not self.static:
+        if self.static:
+            key, value = key.contiguous(), value.contiguous()
+        elif self.key is not None and self.value is not None:
             key = torch.cat([self.key, key], dim=2)
             value = torch.cat([self.value, value], dim=2)
         self.key, self.value = key, value

@@ -102,6 +102,8 @@ def test_cached_decoding_equals_full_forward(tiny_config, norm_first):
         assert self_w[0].shape[-1] == t + 1  # the new position sees all cached ones
         step_logits.append(logits)
     torch.testing.assert_close(torch.cat(step_logits, dim=1), full_logits, rtol=1e-5, atol=1e-5)
+    # the source's keys and values kept as every step's products read them, not as strided views
+    assert all(c.key.is_contiguous() and c.value.is_contiguous() for c in cache.cross_attn)
     # a multi-position chunk on top of a cache (the causal mask with offset) agrees too
     cache = model.new_cache()
     first, _, _ = model.decode(tgt[:, :3], memory, src_mask, cache)

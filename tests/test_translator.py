@@ -6,6 +6,7 @@ import torch
 
 from data.batching import pad
 from helpers import SENTENCES, toy_sentences, unseen_sentences
+from inference import load_translator
 from inference.checkpoint import load_for_inference
 from inference.search_config import SearchConfig
 from inference.translator import Translator
@@ -53,6 +54,26 @@ def test_cached_decoding_gives_the_same_output_as_uncached(trained, test_sources
     cached = beam_search(model, src, beam_size=3, max_len=40, n_best=3)
     uncached = beam_search(model, src, beam_size=3, max_len=40, n_best=3, use_cache=False)
     assert [[h.tokens for h in hyps] for hyps in cached] == [[h.tokens for h in hyps] for hyps in uncached]
+
+
+def test_weights_laid_out_for_decoding_translate_alike(ci_run, trained, test_sources):
+    """load_translator stores each linear layer's weight transposed in memory on the CPU
+    (inference/weight_layout.py): the same parameters, the embedding still tied, and the same
+    hypotheses and scores as the model loaded as it was saved."""
+    model, _ = trained
+    laid_out = load_translator(ci_run, beam_size=3).model
+    weights = {name: p for name, p in laid_out.named_parameters() if name.endswith("weight") and p.dim() == 2}
+    linear = [m.weight for m in laid_out.modules() if isinstance(m, torch.nn.Linear)]
+    assert linear and all(w.stride() == (1, w.size(0)) for w in linear)
+    assert laid_out.output_proj.weight is laid_out.tgt_embedding.weight
+    for name, p in model.named_parameters():
+        if name in weights:
+            assert torch.equal(weights[name], p), name
+    src = pad(test_sources[:30])
+    ours = beam_search(laid_out, src, beam_size=3, max_len=40, n_best=3)
+    saved = beam_search(model, src, beam_size=3, max_len=40, n_best=3)
+    assert [[h.tokens for h in hyps] for hyps in ours] == [[h.tokens for h in hyps] for hyps in saved]
+    torch.testing.assert_close([[h.score for h in hyps] for hyps in ours], [[h.score for h in hyps] for hyps in saved])
 
 
 def test_order_is_restored_after_length_sorting(trained):

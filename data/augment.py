@@ -10,6 +10,8 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
 - `upper`: both sides upper-cased (OpusTrainer's UpperCase);
 - `title`: both sides with every word capitalised (OpusTrainer's TitleCase);
 - `lower`: both sides lower-cased (what people type in a hurry);
+- `upper_source`: the source alone upper-cased, the target as written: a sentence typed in
+  capitals comes back in sentence case, so the decoder writes what it always writes;
 - `no_final_punct`: the final full stop, question or exclamation mark removed from both sides;
 - `merge`: a pair followed by the next 1 to `merge_max - 1` pairs, joined into one with a space
   on each side (OpusTrainer's Merge): several sentences in one line;
@@ -123,13 +125,15 @@ def varied(
     pairs = pairs + extra
     case = rng.random(len(pairs))  # one draw a pair: which case change, if any
     drop = rng.random(len(pairs)) < modifiers.no_final_punct
-    bounds = np.cumsum([modifiers.upper, modifiers.title, modifiers.lower])
+    bounds = np.cumsum([modifiers.upper, modifiers.title, modifiers.lower, modifiers.upper_source])
     changes = (str.upper, title_case, str.lower)
     out = []
     for (src, tgt), u, cut in zip(pairs, case, drop):
-        which = int(np.searchsorted(bounds, u, side="right"))  # 0 upper, 1 title, 2 lower, 3 none
+        which = int(np.searchsorted(bounds, u, side="right"))  # 0 upper, 1 title, 2 lower, 3 source upper, 4 none
         if which < 3:
             src, tgt = changes[which](src), changes[which](tgt)
+        elif which == 3:
+            src = src.upper()
         if cut:
             src, tgt = without_final_punctuation(src), without_final_punctuation(tgt)
         out.append((src, tgt))

@@ -52,7 +52,19 @@ class TokenizerConfig:
         )
 
 
-SHARES = ("upper", "title", "lower", "no_final_punct", "merge", "fragment", "numbers", "copy_through", "typos", "fold")
+SHARES = (
+    "upper",
+    "title",
+    "lower",
+    "upper_source",
+    "no_final_punct",
+    "merge",
+    "fragment",
+    "numbers",
+    "copy_through",
+    "typos",
+    "fold",
+)
 
 
 @dataclass
@@ -65,6 +77,7 @@ class AugmentConfig:
     upper: float = 0.0  # upper-cased
     title: float = 0.0  # every word capitalised
     lower: float = 0.1  # lower-cased
+    upper_source: float = 0.0  # the source alone upper-cased: capitals in, sentence case out
     no_final_punct: float = 0.15  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
     fragment: float = 0.2  # the pair that adds one of its word-aligned fragments as a pair (data/fragments.py)
@@ -82,8 +95,9 @@ class AugmentConfig:
         refuse_unless(
             *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
             (
-                self.upper + self.title + self.lower <= 1,
-                "data.augment.upper, title and lower are shares of the pairs, one change a pair: together at most 1",
+                self.upper + self.title + self.lower + self.upper_source <= 1,
+                "data.augment.upper, title, lower and upper_source are shares of the pairs, one change a pair: "
+                "together at most 1",
             ),
             (self.merge_max >= 2, f"data.augment.merge_max must be at least 2, not {self.merge_max}"),
         )

@@ -26,6 +26,7 @@ def test_each_case_change_changes_both_sides_and_nothing_else():
     rng = np.random.default_rng(0)
     for name, change in (("upper", str.upper), ("title", title_case), ("lower", str.lower)):
         assert varied(PAIRS, only(**{name: 1.0}), rng) == [(change(s), change(t)) for s, t in PAIRS]
+    assert varied(PAIRS, only(upper_source=1.0), rng) == [(s.upper(), t) for s, t in PAIRS]  # the source alone
     assert title_case("ein  Hund, der läuft.") == "Ein  Hund, Der Läuft."  # spacing and the rest kept
 
 
@@ -54,7 +55,7 @@ def test_merges_join_consecutive_pairs_in_order_on_both_sides():
     assert abs(sum(n > 1 for n in sizes) / len(sizes) - 0.5) < 0.1  # share of the pairs that start a merge
 
 
-@pytest.mark.parametrize("name", ["upper", "title", "lower", "no_final_punct"])
+@pytest.mark.parametrize("name", ["upper", "title", "lower", "upper_source", "no_final_punct"])
 def test_a_modifier_takes_its_share_of_the_pairs(name):
     pairs = PAIRS * 12  # 8,400
     out = varied(pairs, only(**{name: 0.3}), np.random.default_rng(1))
@@ -63,13 +64,17 @@ def test_a_modifier_takes_its_share_of_the_pairs(name):
 
 
 def test_the_case_changes_exclude_each_other():
-    out = varied(PAIRS * 4, only(upper=0.3, title=0.3, lower=0.4), np.random.default_rng(2))
-    kinds = [
-        "upper" if s == s.upper() else "lower" if s == s.lower() else "title" if s == title_case(s) else "?"
-        for s, _ in out
-    ]
+    shares = {"upper": 0.2, "title": 0.3, "lower": 0.3, "upper_source": 0.2}
+    out = varied(PAIRS * 4, only(**shares), np.random.default_rng(2))
+
+    def kind(src: str, tgt: str) -> str:
+        if src == src.upper():
+            return "upper" if tgt == tgt.upper() else "upper_source"
+        return "lower" if src == src.lower() else "title" if src == title_case(src) else "?"
+
+    kinds = [kind(s, t) for s, t in out]
     assert "?" not in kinds
-    assert all(abs(kinds.count(k) / len(kinds) - p) < 0.05 for k, p in (("upper", 0.3), ("title", 0.3), ("lower", 0.4)))
+    assert all(abs(kinds.count(k) / len(kinds) - p) < 0.05 for k, p in shares.items())
 
 
 def test_each_epoch_is_drawn_from_the_seed_and_epoch_alone(toy, tmp_path):

@@ -305,6 +305,10 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="hydra.run.dir=runs/hour_recipe"': Command(short=SHORT),
     'make train ARGS="experiment=typed model=small data.augment.upper=0.12 data.augment.lower=0.12 '
     'data.augment.typos=0.15 data.augment.copy_through=0.15 hydra.run.dir=runs/hour_typed_small"': Command(short=SHORT),
+    'make train ARGS="experiment=proxy data.augment.upper=0.1 data.tokenizer.upper_copies=0.1 '
+    'hydra.run.dir=runs/proxy_upper"': Command(short=SHORT),
+    'make train ARGS="experiment=proxy data.augment.upper_source=0.1 data.tokenizer.upper_copies=0.1 '
+    'hydra.run.dir=runs/proxy_upper_source"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),

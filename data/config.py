@@ -70,9 +70,10 @@ SHARES = (
 @dataclass
 class AugmentConfig:
     """The share of training pairs each modifier of data/augment.py varies, anew every epoch,
-    both sides alike (0: off). The recipe's shares: a tenth lower-cased, 15% without their final
-    punctuation, a fifth adding a word-aligned fragment; chosen on validation with beam 5
-    (docs/recipe_search.md, "The hour beside a plain one"); `experiment=plain` turns them off."""
+    both sides alike but where it says the source alone (0: off). The recipe's shares: a tenth
+    lower-cased, 15% without their final punctuation, a fifth adding a word-aligned fragment;
+    chosen on validation with beam 5 (docs/recipe_search.md, "The hour beside a plain one");
+    `experiment=plain` turns them off."""
 
     upper: float = 0.0  # upper-cased
     title: float = 0.0  # every word capitalised
@@ -175,8 +176,9 @@ class DataConfig:
     )
 
     # Training pairs varied as people type (data/augment.py): shares of the pairs upper-, title-
-    # or lower-cased, without their final punctuation, merged into lines of several sentences,
-    # giving a word-aligned fragment as a pair of its own
+    # or lower-cased (or the source alone in capitals), without their final punctuation, merged
+    # into lines of several sentences, giving a word-aligned fragment as a pair of its own, with
+    # numbers, items to copy, typing errors or folded letters
     augment: AugmentConfig = field(default_factory=AugmentConfig)
 
     def __post_init__(self) -> None:

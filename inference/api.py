@@ -111,7 +111,7 @@ def load_translator(
     model, tokenizer, meta = load_for_inference(path, device)
     if compute_type == "int8":
         model = quantize_int8(model)
-    elif device.type == "cpu":
+    elif device.type == "cpu" and compute_type in ("default", "float32"):  # where it was measured
         lay_out_for_decoding(model)
     per_batch = min(threads_per_batch, cores)
     workers = cores // per_batch if device.type == "cpu" else 1  # a GPU decodes one batch at a time

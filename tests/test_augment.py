@@ -182,3 +182,11 @@ def test_numbers_are_refused_for_a_language_without_number_words():
     with pytest.raises(ValueError, match="known in cs, de, en, fr, not in both it and en"):
         DataConfig(src_lang="it", augment=AugmentConfig(numbers=0.5))
     assert DataConfig(src_lang="fr", tgt_lang="cs", augment=AugmentConfig(numbers=0.5)).augment.numbers == 0.5
+
+
+def test_the_case_shares_together_are_refused_above_one():
+    """One case change a pair: shares of upper, title, lower and upper_source adding up to more
+    than the pairs are refused in one line when the config is built."""
+    with pytest.raises(ValueError, match="upper, title, lower and upper_source are shares of the pairs"):
+        AugmentConfig(lower=0.9, upper_source=0.2)
+    assert AugmentConfig(lower=0.8, upper_source=0.2).upper_source == 0.2

@@ -29,7 +29,8 @@ class TokenizerConfig:
     byte_fallback: bool = True
     # SentencePiece learns from at most this many sentences, drawn at random with `seed` from a
     # larger corpus: a million pairs' two million sentences would take minutes and gigabytes for
-    # a vocabulary that a sample learns as well. Multi30k's 58,000 are all used.
+    # a vocabulary that a sample learns as well. Multi30k's 58,000 are all used. The copies in
+    # capitals (upper_copies) come on top of the sample.
     max_sentences: int = 1_000_000
     seed: int = 1234  # the same sample, so the same tokenizer, whenever it is trained again
     # Every number written digit by digit (SentencePiece's split_digits): a model then copies a
@@ -38,8 +39,9 @@ class TokenizerConfig:
     split_digits: bool = False
     # A share of the sentences SentencePiece learns from is added again in capitals: a vocabulary
     # learnt from captions in sentence case has next to no pieces in capitals, so an upper-cased
-    # line is about 4x the pieces (docs/recipe_search.md) and crowds training batches.
-    upper_copies: float = 0.0
+    # line is about 4x the pieces (docs/recipe_search.md) and crowds training batches. The recipe's
+    # tenth goes with its source-alone capitals (AugmentConfig.upper_source).
+    upper_copies: float = 0.1
 
     def __post_init__(self) -> None:
         if self.model_type not in ("unigram", "bpe"):
@@ -71,14 +73,15 @@ SHARES = (
 class AugmentConfig:
     """The share of training pairs each modifier of data/augment.py varies, anew every epoch,
     both sides alike but where it says the source alone (0: off). The recipe's shares: a tenth
-    lower-cased, 15% without their final punctuation, a fifth adding a word-aligned fragment;
-    chosen on validation with beam 5 (docs/recipe_search.md, "The hour beside a plain one");
-    `experiment=plain` turns them off."""
+    lower-cased, 15% without their final punctuation, a fifth adding a word-aligned fragment,
+    chosen on validation with beam 5 (docs/recipe_search.md, "The hour beside a plain one"), and
+    a tenth with the source alone in capitals (with TokenizerConfig.upper_copies; "The hour of
+    capitals in the source alone"); `experiment=plain` turns them off."""
 
     upper: float = 0.0  # upper-cased
     title: float = 0.0  # every word capitalised
     lower: float = 0.1  # lower-cased
-    upper_source: float = 0.0  # the source alone upper-cased: capitals in, sentence case out
+    upper_source: float = 0.1  # the source alone upper-cased: capitals in, sentence case out
     no_final_punct: float = 0.15  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
     fragment: float = 0.2  # the pair that adds one of its word-aligned fragments as a pair (data/fragments.py)

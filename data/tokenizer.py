@@ -123,8 +123,9 @@ class Tokenizer:
         return hashlib.sha256(self.src_model + b"\0" + self.tgt_model).hexdigest()[:16]
 
 
-# Settings added after tokenizers were first cached, left out of the cache key at these (their
-# defaults, under which they change nothing), so that a tokenizer cached before them is found again
+# Settings added after tokenizers were first cached, left out of the cache key at these values
+# (their defaults when added, under which they change nothing), so that a tokenizer cached before
+# them is found again
 LATER_FIELDS = {"split_digits": False, "upper_copies": 0.0}
 
 
@@ -158,7 +159,12 @@ def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
         spm.SentencePieceTrainer.train(**settings)
     except RuntimeError as e:  # e.g. vocab_size larger than the data supports
         said = str(e).strip().splitlines()[-1]  # "INTERNAL: src/x.cc(744) [check] Vocabulary size too high ..."
-        raise UserError(f"SentencePiece training failed: {said.rsplit('] ', 1)[-1]}") from None
+        said = said.rsplit("] ", 1)[-1]
+        if "required_chars" in said and cfg.upper_copies:  # the copies bring every letter's capital
+            said += (
+                f" (data.tokenizer.upper_copies={cfg.upper_copies} adds the capitals of the letters; 0 leaves them out)"
+            )
+        raise UserError(f"SentencePiece training failed: {said}") from None
     return stream.getvalue()
 
 

@@ -134,15 +134,15 @@ def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
     return {name: (tensor / len(paths)).float() for name, tensor in total.items()}
 
 
-def saved_train_settings(meta: dict) -> dict:
-    """The train settings a checkpoint was written with ({} if it does not say)."""
+def saved_train_settings(meta: dict, group: str = "train") -> dict:
+    """The settings of `group` ("train", "data") a checkpoint was written with ({} if it does not say)."""
     from omegaconf import OmegaConf  # loaded here only: translating needs it not
 
     if "config" not in meta:
         return {}
     settings = OmegaConf.to_container(OmegaConf.create(meta["config"]))
     assert isinstance(settings, dict)  # a run's configuration is a mapping
-    return settings.get("train", {})
+    return settings.get(group, {})
 
 
 def run_text(meta: dict, splits: list[str], data_dir: str | None = None, what: str = "checkpoint") -> "DatasetDict":

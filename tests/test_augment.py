@@ -11,7 +11,7 @@ import pytest
 from datasets import Dataset
 
 from data.augment import AugmentedPairs, title_case, varied, without_final_punctuation
-from data.config import AugmentConfig
+from data.config import SHARES, AugmentConfig
 from helpers import toy_sentences
 
 PAIRS = list(zip(toy_sentences("train"), toy_sentences("train", "en")))
@@ -19,7 +19,7 @@ PAIRS = list(zip(toy_sentences("train"), toy_sentences("train", "en")))
 
 def only(**shares: float) -> AugmentConfig:
     """These shares, every other modifier off (the recipe's defaults turn some on)."""
-    return AugmentConfig(**{"lower": 0.0, "no_final_punct": 0.0, "fragment": 0.0, **shares})
+    return AugmentConfig(**{**dict.fromkeys(SHARES, 0.0), **shares})
 
 
 def test_each_case_change_changes_both_sides_and_nothing_else():
@@ -163,11 +163,12 @@ def added(after: tuple[str, str], before: tuple[str, str]) -> tuple[str, str, st
 
 def test_the_new_modifiers_leave_the_earlier_draws_as_they_were():
     """The modifiers of data/noise.py draw after case and punctuation, and only when on: a run
-    without them varies its pairs exactly as before them (the ci run's checksum: the digest is of
-    the output of commit 57e547c's data/augment.py, before they existed), and with them the
+    without them varies its pairs exactly as before them (the digest is of the output of commit
+    57e547c's data/augment.py, before they existed), and with them the
     targets' case and punctuation are drawn the same."""
     fragments = [[(s.split()[0], t.split()[0])] for s, t in PAIRS]
-    shares = AugmentConfig(upper=0.05, title=0.05, merge=0.1)  # the recipe's shares, and those before them
+    # the recipe's shares at 57e547c, and those before them
+    shares = AugmentConfig(upper=0.05, title=0.05, merge=0.1, upper_source=0.0)
     before = varied(PAIRS, shares, np.random.default_rng([1234, 3, 1]), fragments)
     assert hashlib.sha256(json.dumps(before).encode()).hexdigest()[:16] == "0b0f42a9be6ea696"
     typed = varied(PAIRS, replace(shares, typos=1.0, fold=0.5), np.random.default_rng([1234, 3, 1]), fragments)

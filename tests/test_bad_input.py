@@ -437,7 +437,7 @@ TRAIN = {
     ),
     "too many pieces": (
         ["data.tokenizer.vocab_size=100000"],
-        "SentencePiece training failed: Vocabulary size too high (100000). Please set it to a value <= 364",
+        "SentencePiece training failed: Vocabulary size too high (100000). Please set it to a value <= 442",
     ),
     "run folder under a file": (["hydra.run.dir={u}/a_file/run"], "Not a directory: {u}/a_file"),
     "cache under a file": (["data.cache_dir={u}/a_file/cache"], "Not a directory: {u}/a_file/cache"),

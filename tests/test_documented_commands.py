@@ -309,6 +309,8 @@ COMMANDS: dict[str, Command] = {
     'hydra.run.dir=runs/proxy_upper"': Command(short=SHORT),
     'make train ARGS="experiment=proxy data.augment.upper_source=0.1 data.tokenizer.upper_copies=0.1 '
     'hydra.run.dir=runs/proxy_upper_source"': Command(short=SHORT),
+    'make train ARGS="model=small data.augment.upper_source=0.1 data.tokenizer.upper_copies=0.1 '
+    'hydra.run.dir=runs/hour_upper_source"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),

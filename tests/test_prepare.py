@@ -27,7 +27,7 @@ def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(tmp_path, 
         cache_dir=str(tmp_path),
         max_train_examples=300,
         max_eval_examples=50,
-        tokenizer=TokenizerConfig(vocab_size=320),
+        tokenizer=TokenizerConfig(vocab_size=320, upper_copies=0.0),  # the sentences as read: no copies in capitals
     )
     prepared = prepare_data(cfg)
     train = prepared.text["train"]
@@ -43,7 +43,9 @@ def tiny_text_and_tokenizer(tmp_path):
 
     pairs = {"src": [f"ein hund {i}" for i in range(60)], "tgt": [f"a dog {i}" for i in range(60)]}
     text = DatasetDict({"train": Dataset.from_dict(pairs), "val": Dataset.from_dict(pairs)})
-    tokenizer = train_tokenizer(text["train"], TokenizerConfig(vocab_size=25, byte_fallback=False), tmp_path)
+    tokenizer = train_tokenizer(
+        text["train"], TokenizerConfig(vocab_size=25, byte_fallback=False, upper_copies=0.0), tmp_path
+    )
     return text, tokenizer
 
 

@@ -18,7 +18,13 @@ pytestmark = pytest.mark.xdist_group("test_resume")
 
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 # the recipe's augmentation off, as experiment=plain has it (subword sampling takes its place)
-PLAIN = ["data.augment.lower=0", "data.augment.no_final_punct=0", "data.augment.fragment=0"]
+PLAIN = [
+    "data.augment.lower=0",
+    "data.augment.upper_source=0",
+    "data.augment.no_final_punct=0",
+    "data.augment.fragment=0",
+    "data.tokenizer.upper_copies=0",
+]
 
 
 def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path):
@@ -264,7 +270,12 @@ def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
     "overrides, message",
     [
         (["data.src_lang=en", "data.tgt_lang=de"], "translates de->en, but this run is en->de"),
-        (["data.tokenizer.vocab_size=340"], "was trained with another tokenizer"),
+        (
+            ["data.tokenizer.vocab_size=340"],
+            "another tokenizer than this run's data.tokenizer settings make "
+            "(it was trained with data.tokenizer.vocab_size=360: give that to continue it)",
+        ),
+        (["data.tokenizer.upper_copies=0"], "(it was trained with data.tokenizer.upper_copies=0.1: give that"),
     ],
 )
 def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, overrides, message):

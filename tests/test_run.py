@@ -91,6 +91,7 @@ def test_separate_vocabularies_get_separate_embeddings(tmp_path):
         *TOY_DATA,
         "data.tokenizer.joint=false",
         "data.tokenizer.vocab_size=310",  # the toy corpus's English side has fewer pieces to learn
+        "data.tokenizer.upper_copies=0",  # and too few for its letters' capitals beside them
         "train.max_steps=10",
         "train.eval_every=10",
         "train.attention_every=0",

@@ -4,6 +4,7 @@ import gzip
 import logging
 import re
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,11 +45,14 @@ def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
             "tgt": [" ".join(words_en[i:] + words_en[:i]) for i in range(14)] * 10,
         }
     )
-    cfg = TokenizerConfig(vocab_size=300, model_type="bpe")
+    # vocabularies this small hold the corpus's characters alone: none in capitals
+    cfg = TokenizerConfig(vocab_size=300, model_type="bpe", upper_copies=0.0)
     with caplog.at_level(logging.INFO, logger="data.tokenizer"):
         first = train_tokenizer(train, cfg, tmp_path)
         second = train_tokenizer(train, cfg, tmp_path)
-        separate = train_tokenizer(train, TokenizerConfig(vocab_size=30, joint=False, byte_fallback=False), tmp_path)
+        separate = train_tokenizer(
+            train, TokenizerConfig(vocab_size=30, joint=False, byte_fallback=False, upper_copies=0.0), tmp_path
+        )
     assert first.fingerprint() == second.fingerprint()
     assert sum("training SentencePiece" in r.message for r in caplog.records) == 2
     assert any("loaded from cache" in r.message for r in caplog.records)
@@ -91,7 +95,7 @@ def test_upper_copies_give_capitals_pieces_of_their_own(multi30k_dir, tmp_path):
         with gzip.open(Path(multi30k_dir) / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
             sides[side] = [line.strip() for line in f][:6000]
     train, held_out = Dataset.from_dict({k: v[:5000] for k, v in sides.items()}), sides["src"][5000:]
-    plain = train_tokenizer(train, TokenizerConfig(vocab_size=2000), tmp_path)
+    plain = train_tokenizer(train, TokenizerConfig(vocab_size=2000, upper_copies=0.0), tmp_path)
     upper = train_tokenizer(train, TokenizerConfig(vocab_size=2000, upper_copies=0.1), tmp_path)
     count = lambda tok, lines: sum(len(ids) for ids in tok.encode_src(lines))  # noqa: E731
     capitals = [s.upper() for s in held_out]
@@ -99,3 +103,17 @@ def test_upper_copies_give_capitals_pieces_of_their_own(multi30k_dir, tmp_path):
     assert count(upper, held_out) < 1.1 * count(plain, held_out)
     with pytest.raises(ValueError, match="upper_copies must be a share"):
         TokenizerConfig(upper_copies=1.5)
+
+
+def test_a_vocabulary_too_small_for_the_capitals_says_what_adds_them(tmp_path):
+    """The copies in capitals (on in the recipe) bring every letter's capital: a vocabulary that
+    holds the corpus's letters but not their capitals is refused in one line that names the
+    setting, and trains without it."""
+    train = Dataset.from_dict({"src": ["ein hund läuft"] * 20, "tgt": ["a dog runs"] * 20})
+    small = TokenizerConfig(vocab_size=20, byte_fallback=False, upper_copies=0.5)
+    with pytest.raises(
+        UserError, match=r"required_chars.*upper_copies=0.5 adds the capitals of the letters; 0 leaves"
+    ) as e:
+        train_tokenizer(train, small, tmp_path)
+    assert "\n" not in str(e.value)
+    assert train_tokenizer(train, replace(small, upper_copies=0.0), tmp_path).src_vocab_size == 20

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 from data import Tokenizer
+from data.tokenizer import LATER_FIELDS
 from inference.checkpoint import load_checkpoint, load_weights, resolve_checkpoint_path, saved_train_settings
 from training.config import RunConfig, TrainConfig
 from training.distributed import Distributed
@@ -102,9 +103,20 @@ def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tok
         raise UserError(f"{path} translates {theirs[0]}->{theirs[1]}, but this run is {ours[0]}->{ours[1]}")
     saved = checkpoint["tokenizer"]
     if (saved["src"], saved["tgt"]) != (tokenizer.src_model, tokenizer.tgt_model):
+        # a setting added since (LATER_FIELDS) is missing from an older run's config: it had the value changing nothing
+        theirs = {**LATER_FIELDS, **saved_train_settings(meta, "data").get("tokenizer", {})}
+        differ = [
+            f"data.tokenizer.{k}={theirs[k]}"
+            for k, v in dataclasses.asdict(data.tokenizer).items()
+            if theirs.get(k, v) != v
+        ]
         raise UserError(
-            f"{path} was trained with another tokenizer than this run's data.tokenizer settings "
-            "make (vocabulary size, type or training data differ)"
+            f"{path} was trained with another tokenizer than this run's data.tokenizer settings make "
+            + (
+                f"(it was trained with {' '.join(differ)}: give that to continue it)"
+                if differ
+                else "(its training data differ)"
+            )
         )
 
 

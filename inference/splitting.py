@@ -72,9 +72,15 @@ def sentence_parts(line: str, lang: str) -> list[str]:
     if not line.strip():
         return [line]
     ordinal, not_after = _ORDINALS.get(lang, (_NOTHING, _NOTHING))
+    try:
+        pieces = list(segment(lang, _probe(line)))  # the probe has the line's length: cut the line alike
+    except BaseException as e:  # sentencex 1.0.32's Rust panics on a few lines ("ﬁ" before a no-break space)
+        if type(e).__name__ != "PanicException":
+            raise
+        return [line]  # translated whole, as the model was trained, rather than not at all
     parts: list[str] = []
     start = 0
-    for piece in segment(lang, _probe(line)):  # the probe has the line's length: cut the line alike
+    for piece in pieces:
         text, start = line[start : start + len(piece)], start + len(piece)
         if parts and ordinal.search(parts[-1]) and not not_after.match(text):
             parts[-1] += text  # "im 2. " ends no sentence: the next part goes on it

@@ -18,6 +18,12 @@ def test_each_written_paragraph_is_cut_into_its_sentences(lang, paragraph, sente
     assert [part.strip() for part in sentence_parts(paragraph, lang)] == sentences
 
 
+def test_a_line_the_splitter_cannot_cut_goes_whole():
+    """sentencex panics (a Rust panic, not an Exception) on a few lines; such a line is one part."""
+    line = "? \n\xa0ﬁ\n\xa0."
+    assert sentence_parts(line, "de") == [line]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(st.sampled_from("ab A1 .!?,:\t\n\u00a0ßÄ2ﬁ."), max_size=60))
 def test_the_parts_join_back_to_the_line_and_end_where_a_sentence_may(line):

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from inference.checkpoint import load_for_inference, saved_train_settings
+from inference.checkpoint import load_for_inference, saved_settings
 from model import Transformer
 from model.attention import merge_heads
 from model.embedding import sinusoid_table
@@ -222,7 +222,7 @@ def main() -> None:
     if not tokenizer.encode_src([args.sentence])[0]:
         sys.exit("error: the sentence has no pieces the model reads")
     torch.set_grad_enabled(False)
-    trained = saved_train_settings(meta)  # the loss as the run trained it
+    trained = saved_settings(meta, "train")  # the loss as the run trained it
     if not trained:  # train.py saves the run's settings in every checkpoint
         sys.exit(f"error: {args.checkpoint} does not hold its run's configuration (not saved by train.py?)")
     walk = Walk(model, tokenizer, args.sentence, trained["label_smoothing"], trained.get("rdrop", 0.0))

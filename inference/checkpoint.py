@@ -134,7 +134,7 @@ def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
     return {name: (tensor / len(paths)).float() for name, tensor in total.items()}
 
 
-def saved_train_settings(meta: dict, group: str = "train") -> dict:
+def saved_settings(meta: dict, group: str) -> dict:
     """The settings of `group` ("train", "data") a checkpoint was written with ({} if it does not say)."""
     from omegaconf import OmegaConf  # loaded here only: translating needs it not
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from data import Tokenizer
 from data.tokenizer import LATER_FIELDS
-from inference.checkpoint import load_checkpoint, load_weights, resolve_checkpoint_path, saved_train_settings
+from inference.checkpoint import load_checkpoint, load_weights, resolve_checkpoint_path, saved_settings
 from training.config import RunConfig, TrainConfig
 from training.distributed import Distributed
 from training.schedule import Schedule
@@ -104,7 +104,7 @@ def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tok
     saved = checkpoint["tokenizer"]
     if (saved["src"], saved["tgt"]) != (tokenizer.src_model, tokenizer.tgt_model):
         # a setting added since (LATER_FIELDS) is missing from an older run's config: it had the value changing nothing
-        theirs = {**LATER_FIELDS, **saved_train_settings(meta, "data").get("tokenizer", {})}
+        theirs = {**LATER_FIELDS, **saved_settings(meta, "data").get("tokenizer", {})}
         differ = [
             f"data.tokenizer.{k}={theirs[k]}"
             for k, v in dataclasses.asdict(data.tokenizer).items()
@@ -134,7 +134,7 @@ def resume(
     check_same_data(checkpoint, path, run, tokenizer)
     if checkpoint["model_config"] != state.model.cfg.to_dict():
         raise UserError(f"{path} was trained with a different model config; resume with the same settings")
-    saved_state, saved = checkpoint["train_state"], saved_train_settings(checkpoint["meta"])
+    saved_state, saved = checkpoint["train_state"], saved_settings(checkpoint["meta"], "train")
     position = saved_state["progress"]
     check_data_position(
         path, position["epoch"], position["position"], saved, len(saved_state["rng"]), run.train, ddp.world_size

@@ -12,6 +12,8 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
 - `lower`: both sides lower-cased (what people type in a hurry);
 - `upper_source`: the source alone upper-cased, the target as written: a sentence typed in
   capitals comes back in sentence case, so the decoder writes what it always writes;
+- `lower_source`: the source alone lower-cased, the target as written: a sentence typed in
+  lower case comes back in sentence case;
 - `no_final_punct`: the final full stop, question or exclamation mark removed from both sides;
 - `merge`: a pair followed by the next 1 to `merge_max - 1` pairs, joined into one with a space
   on each side (OpusTrainer's Merge): several sentences in one line;
@@ -125,15 +127,18 @@ def varied(
     pairs = pairs + extra
     case = rng.random(len(pairs))  # one draw a pair: which case change, if any
     drop = rng.random(len(pairs)) < modifiers.no_final_punct
-    bounds = np.cumsum([modifiers.upper, modifiers.title, modifiers.lower, modifiers.upper_source])
-    changes = (str.upper, title_case, str.lower)
+    # the source-alone shares last: with them at 0 the draws of the others are as before them
+    bounds = np.cumsum(
+        [modifiers.upper, modifiers.title, modifiers.lower, modifiers.upper_source, modifiers.lower_source]
+    )
+    changes = (str.upper, title_case, str.lower, str.upper, str.lower)
     out = []
     for (src, tgt), u, cut in zip(pairs, case, drop):
-        which = int(np.searchsorted(bounds, u, side="right"))  # 0 upper, 1 title, 2 lower, 3 source upper, 4 none
-        if which < 3:
+        which = int(np.searchsorted(bounds, u, side="right"))  # the change's index in `changes`; 5: none
+        if which < 3:  # both sides
             src, tgt = changes[which](src), changes[which](tgt)
-        elif which == 3:
-            src = src.upper()
+        elif which < 5:  # the source alone
+            src = changes[which](src)
         if cut:
             src, tgt = without_final_punctuation(src), without_final_punctuation(tgt)
         out.append((src, tgt))

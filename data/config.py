@@ -59,6 +59,7 @@ SHARES = (
     "title",
     "lower",
     "upper_source",
+    "lower_source",
     "no_final_punct",
     "merge",
     "fragment",
@@ -82,6 +83,7 @@ class AugmentConfig:
     title: float = 0.0  # every word capitalised
     lower: float = 0.1  # lower-cased
     upper_source: float = 0.1  # the source alone upper-cased: capitals in, sentence case out
+    lower_source: float = 0.0  # the source alone lower-cased: lower case in, sentence case out
     no_final_punct: float = 0.15  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
     fragment: float = 0.2  # the pair that adds one of its word-aligned fragments as a pair (data/fragments.py)
@@ -99,9 +101,9 @@ class AugmentConfig:
         refuse_unless(
             *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
             (
-                self.upper + self.title + self.lower + self.upper_source <= 1,
-                "data.augment.upper, title, lower and upper_source are shares of the pairs, one change a pair: "
-                "together at most 1",
+                self.upper + self.title + self.lower + self.upper_source + self.lower_source <= 1,
+                "data.augment.upper, title, lower, upper_source and lower_source are shares of the pairs, "
+                "one change a pair: together at most 1",
             ),
             (self.merge_max >= 2, f"data.augment.merge_max must be at least 2, not {self.merge_max}"),
         )

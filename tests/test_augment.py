@@ -27,6 +27,7 @@ def test_each_case_change_changes_both_sides_and_nothing_else():
     for name, change in (("upper", str.upper), ("title", title_case), ("lower", str.lower)):
         assert varied(PAIRS, only(**{name: 1.0}), rng) == [(change(s), change(t)) for s, t in PAIRS]
     assert varied(PAIRS, only(upper_source=1.0), rng) == [(s.upper(), t) for s, t in PAIRS]  # the source alone
+    assert varied(PAIRS, only(lower_source=1.0), rng) == [(s.lower(), t) for s, t in PAIRS]
     assert title_case("ein  Hund, der läuft.") == "Ein  Hund, Der Läuft."  # spacing and the rest kept
 
 
@@ -55,7 +56,7 @@ def test_merges_join_consecutive_pairs_in_order_on_both_sides():
     assert abs(sum(n > 1 for n in sizes) / len(sizes) - 0.5) < 0.1  # share of the pairs that start a merge
 
 
-@pytest.mark.parametrize("name", ["upper", "title", "lower", "upper_source", "no_final_punct"])
+@pytest.mark.parametrize("name", ["upper", "title", "lower", "upper_source", "lower_source", "no_final_punct"])
 def test_a_modifier_takes_its_share_of_the_pairs(name):
     pairs = PAIRS * 12  # 8,400
     out = varied(pairs, only(**{name: 0.3}), np.random.default_rng(1))
@@ -64,13 +65,15 @@ def test_a_modifier_takes_its_share_of_the_pairs(name):
 
 
 def test_the_case_changes_exclude_each_other():
-    shares = {"upper": 0.2, "title": 0.3, "lower": 0.3, "upper_source": 0.2}
+    shares = {"upper": 0.2, "title": 0.2, "lower": 0.2, "upper_source": 0.2, "lower_source": 0.2}
     out = varied(PAIRS * 4, only(**shares), np.random.default_rng(2))
 
     def kind(src: str, tgt: str) -> str:
         if src == src.upper():
             return "upper" if tgt == tgt.upper() else "upper_source"
-        return "lower" if src == src.lower() else "title" if src == title_case(src) else "?"
+        if src == src.lower():
+            return "lower" if tgt == tgt.lower() else "lower_source"
+        return "title" if src == title_case(src) else "?"
 
     kinds = [kind(s, t) for s, t in out]
     assert "?" not in kinds
@@ -186,8 +189,8 @@ def test_numbers_are_refused_for_a_language_without_number_words():
 
 
 def test_the_case_shares_together_are_refused_above_one():
-    """One case change a pair: shares of upper, title, lower and upper_source adding up to more
-    than the pairs are refused in one line when the config is built."""
-    with pytest.raises(ValueError, match="upper, title, lower and upper_source are shares of the pairs"):
-        AugmentConfig(lower=0.9, upper_source=0.2)
-    assert AugmentConfig(lower=0.8, upper_source=0.2).upper_source == 0.2
+    """One case change a pair: shares of upper, title, lower, upper_source and lower_source adding
+    up to more than the pairs are refused in one line when the config is built."""
+    with pytest.raises(ValueError, match="upper, title, lower, upper_source and lower_source are shares of the pairs"):
+        AugmentConfig(lower=0.5, upper_source=0.2, lower_source=0.4)
+    assert AugmentConfig(lower=0.5, upper_source=0.2, lower_source=0.3).lower_source == 0.3

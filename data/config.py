@@ -98,12 +98,13 @@ class AugmentConfig:
 
     def __post_init__(self) -> None:
         shares = {name: getattr(self, name) for name in SHARES}
+        case_total = self.upper + self.title + self.lower + self.upper_source + self.lower_source
         refuse_unless(
             *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
             (
-                self.upper + self.title + self.lower + self.upper_source + self.lower_source <= 1,
+                case_total <= 1 + 1e-9,  # shares written to add up to 1 may sum to 1.0000000000000002 in floats
                 "data.augment.upper, title, lower, upper_source and lower_source are shares of the pairs, "
-                "one change a pair: together at most 1",
+                f"one change a pair: together at most 1, not {case_total:g}",
             ),
             (self.merge_max >= 2, f"data.augment.merge_max must be at least 2, not {self.merge_max}"),
         )

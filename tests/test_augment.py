@@ -56,6 +56,17 @@ def test_merges_join_consecutive_pairs_in_order_on_both_sides():
     assert abs(sum(n > 1 for n in sizes) / len(sizes) - 0.5) < 0.1  # share of the pairs that start a merge
 
 
+def test_a_source_alone_share_leaves_the_other_case_changes_where_they_were():
+    """lower_source, drawn after the other case changes, takes pairs only from those left as
+    they were: a pair the others change is changed alike with it on."""
+    without = varied(PAIRS, only(upper=0.2, title=0.2), np.random.default_rng(4))
+    with_it = varied(PAIRS, only(upper=0.2, title=0.2, lower_source=0.3), np.random.default_rng(4))
+    changed = [a != p for a, p in zip(without, PAIRS)]
+    assert all(b == a for a, b, c in zip(without, with_it, changed) if c)
+    assert all(b in (a, (a[0].lower(), a[1])) for a, b, c in zip(without, with_it, changed) if not c)
+    assert sum(b != a for a, b in zip(without, with_it)) > 0.2 * len(PAIRS)
+
+
 @pytest.mark.parametrize("name", ["upper", "title", "lower", "upper_source", "lower_source", "no_final_punct"])
 def test_a_modifier_takes_its_share_of_the_pairs(name):
     pairs = PAIRS * 12  # 8,400
@@ -75,6 +86,8 @@ def test_the_case_changes_exclude_each_other():
             return "lower" if tgt == tgt.lower() else "lower_source"
         return "title" if src == title_case(src) else "?"
 
+    # what makes the kinds tell apart: no target is all lower case, no source already title case
+    assert not any(t == t.lower() or s == title_case(s) for s, t in PAIRS)
     kinds = [kind(s, t) for s, t in out]
     assert "?" not in kinds
     assert all(abs(kinds.count(k) / len(kinds) - p) < 0.05 for k, p in shares.items())
@@ -191,6 +204,8 @@ def test_numbers_are_refused_for_a_language_without_number_words():
 def test_the_case_shares_together_are_refused_above_one():
     """One case change a pair: shares of upper, title, lower, upper_source and lower_source adding
     up to more than the pairs are refused in one line when the config is built."""
-    with pytest.raises(ValueError, match="upper, title, lower, upper_source and lower_source are shares of the pairs"):
+    with pytest.raises(ValueError, match="upper_source and lower_source are shares of the pairs.*not 1.1$"):
         AugmentConfig(lower=0.5, upper_source=0.2, lower_source=0.4)
     assert AugmentConfig(lower=0.5, upper_source=0.2, lower_source=0.3).lower_source == 0.3
+    # shares that add up to 1 but not in floats (1.0000000000000002) are taken
+    assert AugmentConfig(title=0.2, lower=0.4, upper_source=0.3, lower_source=0.1).lower_source == 0.1

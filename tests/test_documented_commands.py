@@ -311,6 +311,10 @@ COMMANDS: dict[str, Command] = {
     'hydra.run.dir=runs/proxy_upper_source"': Command(short=SHORT),
     'make train ARGS="model=small data.augment.upper_source=0.1 data.tokenizer.upper_copies=0.1 '
     'hydra.run.dir=runs/hour_upper_source"': Command(short=SHORT),
+    'make train ARGS="model=small data.augment.lower=0 data.augment.lower_source=0.1 data.augment.typos=0.1 '
+    'data.augment.fold=0.1 hydra.run.dir=runs/hour_source_noise"': Command(short=SHORT),
+    'make train ARGS="model=small data.augment.typos=0.05 data.augment.fold=0.05 '
+    'hydra.run.dir=runs/hour_typos_fold05"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),

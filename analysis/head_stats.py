@@ -170,16 +170,19 @@ def scalar_layout(n_encoder_layers: int, n_decoder_layers: int) -> dict:
     }
 
 
-def log_head_statistics(writer, result: dict[str, dict[str, Tensor]], step: int) -> None:
-    """Every value as a scalar (see `scalar_layout`), and one layers x heads figure per statistic."""
-    from viz.heads import head_statistic_figure  # matplotlib only where figures are drawn
-
+def log_head_statistics(writer, result: dict[str, dict[str, Tensor]], step: int, *, figures: bool) -> None:
+    """Every value as a scalar (see `scalar_layout`), and with `figures` one layers x heads figure
+    per statistic (drawing them is most of the cost: about a second for the eight)."""
     names = dict.fromkeys(name for kind in KINDS for name in STATISTICS[kind])
     for kind, by_name in result.items():
         for name, values in by_name.items():
             for layer, row in enumerate(values.tolist(), start=1):
                 for head, value in enumerate(row, start=1):
                     writer.add_scalar(f"heads/{name}/{kind}/layer_{layer}/head_{head}", value, step)
+    if not figures:
+        return
+    from viz.heads import head_statistic_figure  # matplotlib only where figures are drawn
+
     for name in names:
         writer.add_figure(
             f"heads/{name}",

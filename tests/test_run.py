@@ -7,6 +7,7 @@ import subprocess
 
 import torch
 
+from analysis.head_stats import KINDS, STATISTICS
 from helpers import TOY_DATA, run_train, scalars
 from helpers.commands import ROOT
 from inference.checkpoint import average_checkpoints, load_checkpoint, load_for_inference
@@ -82,6 +83,19 @@ def test_events_hold_the_scalar_tags_and_val_loss_decreases(ci_run):
     val_loss = [e.value for e in events.Scalars("val/loss")]
     assert len(val_loss) >= 3 and val_loss[-1] < val_loss[0]
     assert "samples/text_summary" in events.Tags()["tensors"]  # how SummaryWriter stores text
+
+
+def test_head_statistics_are_figures_unless_attention_logging_is_off(ci_run, toy_run):
+    """Each validation logs every head statistic as a chart line per head and a layers x heads
+    figure per statistic; `train.attention_every=0` (toy_run), which turns the attention pictures
+    off, keeps the charts and draws no figure."""
+    statistic_figures = {f"heads/{name}" for kind in KINDS for name in STATISTICS[kind]}
+    logged, off = scalars(ci_run), scalars(toy_run)
+    for events in (logged, off):
+        assert "heads/entropy/cross/layer_1/head_1" in events.Tags()["scalars"]
+    assert statistic_figures <= set(logged.Tags()["images"])
+    assert len(logged.Images("heads/entropy")) == len(logged.Scalars("val/loss")) >= 3  # at every validation
+    assert not statistic_figures & set(off.Tags()["images"])
 
 
 def test_separate_vocabularies_get_separate_embeddings(tmp_path):

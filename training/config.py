@@ -107,7 +107,8 @@ class TrainConfig:
     # fixed for the whole run so the step slider shows the same maps evolving
     attention_probes: int = field(default=3, metadata=ATTENTION_LOGGED)
     attention_sentences: list[str] = field(default_factory=list, metadata=ATTENTION_LOGGED)
-    attention_every: int | None = None  # steps; None: at every validation; 0: never
+    # steps; None: at every validation; 0: never, nor the head statistics' figures (their scalars stay)
+    attention_every: int | None = None
     # at the end: validation loss and greedy BLEU with each head masked, and pruning curves
     # (analysis/head_importance.py), into results.json, the log and TensorBoard; BLEU on the
     # first N validation sentences (null: all). Off in the one-hour recipe: for its model it

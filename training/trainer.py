@@ -182,7 +182,8 @@ class Trainer:
         # with a moving average, the weights themselves are scored too: whether it pays shows in the log
         own_bleu = self.validation.bleu()[0] if self.state.ema is not None else None
         with self.evaluated_weights():
-            val_nll, val_ppl, bleu, heads_seconds = self.validation.run(step)
+            # the head statistics' figures are attention pictures: none when attention logging is off
+            val_nll, val_ppl, bleu, heads_seconds = self.validation.run(step, figures=self.attention_every > 0)
             improved = bleu > self.state.progress.best_bleu
             if improved:
                 self.state.progress.best_bleu = bleu

@@ -69,12 +69,13 @@ class Validation:
         search = SearchConfig(beam_size=beam_size, length_penalty=self.cfg.length_penalty)
         return Translator(self.model, self.data.tokenizer, search)
 
-    def run(self, step: int) -> tuple[float, float, float, float]:
-        """Measure and log at `step`: (loss, perplexity, BLEU, seconds spent logging head statistics)."""
+    def run(self, step: int, *, figures: bool) -> tuple[float, float, float, float]:
+        """Measure and log at `step`: (loss, perplexity, BLEU, seconds spent logging head statistics);
+        the head statistics' figures only with `figures` (their scalars always)."""
         heads = HeadStatistics(self.data.tokenizer)
         val_nll, val_ppl = teacher_forced_loss(self.model, self.loader, self.device, self.autocast, heads.add)
         started = time.time()
-        log_head_statistics(self.writer, heads.result(), step)
+        log_head_statistics(self.writer, heads.result(), step, figures=figures)
         heads_seconds = time.time() - started
         val_text = self.data.text["val"]
         bleu, hyps = self.bleu()

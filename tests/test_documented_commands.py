@@ -74,9 +74,11 @@ SHORT_SPEED_AS_GIVEN = "--steps 1 --rounds 1 --warmup 0 --vocab-size 360 --max-t
 SHORT_SPEED = SHORT_SPEED_AS_GIVEN + " --precisions fp32"
 # bench/decode.py again, after `bench/decode.py -c runs/RUN` ran every layout of the cores: one
 # layout, one core (each layout is 5 engines' greedy and beam rows and their latencies). Decoding
-# benchmarks translate 2 sentences, the fewest that still make a batch of more than one: each
-# sentence is decoded by every engine, setting and layout, and costs seconds on a short run's model.
-DECODE_AGAIN = "--sentences 2 --threads 1"
+# benchmarks translate 2 sentences (FEW_SENTENCES), the fewest that still make a batch of more than
+# one: each sentence is decoded by every engine, setting and layout, and costs seconds on a short
+# run's model.
+FEW_SENTENCES = "--sentences 2"
+DECODE_AGAIN = FEW_SENTENCES + " --threads 1"
 
 
 @dataclass
@@ -217,10 +219,10 @@ COMMANDS: dict[str, Command] = {
         Command(short=DECODE_AGAIN, needs=("hour_amx_small_d03_d213a7d",), check="CTranslate2 int8")
     ),
     ".venv/bin/python bench/beam_grid.py -c runs/RUN --beams 5 --penalties 1.0": Command(
-        short="--sentences 2", needs=RUN_NEEDS
+        short=FEW_SENTENCES, needs=RUN_NEEDS
     ),
     ".venv/bin/python bench/beam_grid.py -c runs/RUN --beams 3,5,8 --penalties 0.6,1.0,1.5": Command(
-        short="--sentences 2", needs=RUN_NEEDS
+        short=FEW_SENTENCES, needs=RUN_NEEDS
     ),
     'make train ARGS="model=small train.label_smoothing=0.2 hydra.run.dir=runs/hour_amx_small_ls02_817078c"': Command(
         short=SHORT
@@ -277,13 +279,13 @@ COMMANDS: dict[str, Command] = {
         short=DECODE_AGAIN, needs=("en-de",), check="CTranslate2 int8"
     ),
     ".venv/bin/python bench/decode.py -c runs/RUN": Command(
-        short="--sentences 2", needs=RUN_NEEDS, check="CTranslate2 int8"
+        short=FEW_SENTENCES, needs=RUN_NEEDS, check="CTranslate2 int8"
     ),
     ".venv/bin/python bench/decode.py -c runs/RUN --out bench/results/decode_small12_amx.json": Command(
         short=DECODE_AGAIN, needs=RUN_NEEDS, check="recorded in"
     ),
     ".venv/bin/python bench/decode.py -c runs/RUN --compare": Command(
-        short="--sentences 2", needs=RUN_NEEDS, check="ours fp32"
+        short=FEW_SENTENCES, needs=RUN_NEEDS, check="ours fp32"
     ),
     'make train ARGS="model=small train.max_minutes=12 train.robustness=false hydra.run.dir=runs/speed_small12"': (
         Command(short=SHORT)
@@ -328,7 +330,7 @@ COMMANDS: dict[str, Command] = {
     ),
     ".venv/bin/python bench/translate_file.py -c runs/RUN --lines 1000000 --engines ctranslate2 "
     "--default-only": Command(short="--lines 40", needs=RUN_NEEDS, check="peak"),
-    ".venv/bin/python bench/beam_grid.py -c runs/recipe_1h": Command(short="--sentences 2", needs=("recipe_1h",)),
+    ".venv/bin/python bench/beam_grid.py -c runs/recipe_1h": Command(short=FEW_SENTENCES, needs=("recipe_1h",)),
     ".venv/bin/python bench/memory.py": Command(
         short="--steps 2 " + SHORT.replace("train.max_steps=2 ", ""), check="peak RSS"
     ),
@@ -338,7 +340,7 @@ COMMANDS: dict[str, Command] = {
         short="-n 2", needs=("en-de",), check="to the inside view"
     ),
     ".venv/bin/python bench/plain_and_fast.py -c runs/RUN": Command(
-        short="--sentences 2 --steps 2 --rounds 1 --vocab-size 360", needs=RUN_NEEDS, check="beam search"
+        short=FEW_SENTENCES + " --steps 2 --rounds 1 --vocab-size 360", needs=RUN_NEEDS, check="beam search"
     ),
     # the reading guide
     'make train ARGS="model=compact model.plain=true"': Command(short=SHORT, check="test_2016_flickr: BLEU"),

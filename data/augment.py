@@ -95,7 +95,7 @@ def typed(
     alone); each drawn only where its share is above 0, so that the draws before are the same
     without them."""
     out = list(pairs)
-    if modifiers.numbers > 0:
+    if modifiers.numbers:  # None (not resolved by DataConfig) or 0: off
         for i in np.flatnonzero(rng.random(len(out)) < modifiers.numbers):
             out[i] = with_number(out[i], languages, number(rng)) or out[i]
     if modifiers.typos > 0:

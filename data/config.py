@@ -35,8 +35,8 @@ class TokenizerConfig:
     seed: int = 1234  # the same sample, so the same tokenizer, whenever it is trained again
     # Every number written digit by digit (SentencePiece's split_digits): a model then copies a
     # number of any length one digit piece at a time, instead of meeting "1999" as a piece it
-    # has seen a few times in captions.
-    split_digits: bool = False
+    # has seen a few times in captions. On in the recipe, with AugmentConfig.numbers.
+    split_digits: bool = True
     # A share of the sentences SentencePiece learns from is added again in capitals: a vocabulary
     # learnt from captions in sentence case has next to no pieces in capitals, so an upper-cased
     # line is about 4x the pieces (docs/recipe_search.md) and crowds training batches. The recipe's
@@ -70,6 +70,10 @@ SHARES = (
 )
 
 
+# The recipe's share of `numbers` where both languages have number words (AugmentConfig.numbers)
+NUMBERS_SHARE = 0.5
+
+
 @dataclass
 class AugmentConfig:
     """The share of training pairs each modifier of data/augment.py varies, anew every epoch,
@@ -77,7 +81,10 @@ class AugmentConfig:
     lower-cased, 15% without their final punctuation, a fifth adding a word-aligned fragment,
     chosen on validation with beam 5 (docs/recipe_search.md, "The hour beside a plain one"), and
     a tenth with the source alone in capitals (with TokenizerConfig.upper_copies; "The hour of
-    capitals in the source alone"); `experiment=plain` turns them off."""
+    capitals in the source alone"), and half the pairs that hold a number word with a number as
+    typed, 5% of sources with typing errors and 5% without ä ö ü ß (with
+    TokenizerConfig.split_digits; "Numbers, typing errors and folded letters at the hour's step
+    count"); `experiment=plain` turns them off."""
 
     upper: float = 0.0  # upper-cased
     title: float = 0.0  # every word capitalised
@@ -87,10 +94,13 @@ class AugmentConfig:
     no_final_punct: float = 0.15  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
     fragment: float = 0.2  # the pair that adds one of its word-aligned fragments as a pair (data/fragments.py)
-    numbers: float = 0.0  # the pair whose number word (two to ten, both sides) becomes a number as typed
+    # the pair whose number word (two to ten, both sides) becomes a number as typed; None: the
+    # recipe's NUMBERS_SHARE where both languages have number words (data/noise.py), else 0, so that
+    # a corpus in other languages trains the rest of the recipe (DataConfig resolves it)
+    numbers: float | None = None
     copy_through: float = 0.0  # a URL, address, emoji, other script or number put on both sides
-    typos: float = 0.0  # the source with typing errors
-    fold: float = 0.0  # the source without its accented letters (ä -> ae or a, ß -> ss)
+    typos: float = 0.05  # the source with typing errors
+    fold: float = 0.05  # the source without its accented letters (ä -> ae or a, ß -> ss)
     merge_max: int = field(
         default=3,
         metadata=read_when(lambda cfg: cfg.merge > 0, "read only with merges on: give data.augment.merge > 0"),
@@ -100,7 +110,10 @@ class AugmentConfig:
         shares = {name: getattr(self, name) for name in SHARES}
         case_total = self.upper + self.title + self.lower + self.upper_source + self.lower_source
         refuse_unless(
-            *[(0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}") for name, v in shares.items()],
+            *[
+                (v is None or 0 <= v <= 1, f"data.augment.{name} must be a share from 0 to 1, not {v}")
+                for name, v in shares.items()
+            ],
             (
                 case_total <= 1 + 1e-9,  # shares written to add up to 1 may sum to 1.0000000000000002 in floats
                 "data.augment.upper, title, lower, upper_source and lower_source are shares of the pairs, "
@@ -112,7 +125,7 @@ class AugmentConfig:
     @property
     def on(self) -> bool:
         """Whether any modifier varies the pairs."""
-        return any(getattr(self, name) > 0 for name in SHARES)
+        return any((getattr(self, name) or 0) > 0 for name in SHARES)  # numbers None: not yet resolved
 
 
 def _by(*sources: str) -> dict:
@@ -188,7 +201,13 @@ class DataConfig:
     augment: AugmentConfig = field(default_factory=AugmentConfig)
 
     def __post_init__(self) -> None:
-        """Values that types cannot refuse, refused when the config is built."""
+        """The recipe's share of numbers resolved for the languages, then values that types cannot
+        refuse, refused when the config is built."""
+        if self.augment.numbers is None:  # the recipe's share, where there are number words to replace
+            from data.noise import NUMBER_WORDS  # numpy: only where numbers are asked for
+
+            known = self.src_lang in NUMBER_WORDS and self.tgt_lang in NUMBER_WORDS
+            self.augment.numbers = NUMBERS_SHARE if known else 0.0
         refuse_unless(
             (self.val_size > 0, f"data.val_size must be positive, not {self.val_size}"),
             (self.quoting in ("none", "csv"), f"data.quoting must be none or csv, not {self.quoting!r}"),
@@ -207,7 +226,7 @@ class DataConfig:
                 "(experiment=plain turns the augmentation off)",
             ),
         )
-        if self.augment.numbers > 0:
+        if self.augment.numbers:
             from data.noise import NUMBER_WORDS  # numpy: only where numbers are asked for
 
             refuse_unless(

@@ -184,7 +184,7 @@ def test_the_new_modifiers_leave_the_earlier_draws_as_they_were():
     targets' case and punctuation are drawn the same."""
     fragments = [[(s.split()[0], t.split()[0])] for s, t in PAIRS]
     # the recipe's shares at 57e547c, and those before them
-    shares = AugmentConfig(upper=0.05, title=0.05, merge=0.1, upper_source=0.0)
+    shares = AugmentConfig(upper=0.05, title=0.05, merge=0.1, upper_source=0.0, numbers=0, typos=0, fold=0)
     before = varied(PAIRS, shares, np.random.default_rng([1234, 3, 1]), fragments)
     assert hashlib.sha256(json.dumps(before).encode()).hexdigest()[:16] == "0b0f42a9be6ea696"
     typed = varied(PAIRS, replace(shares, typos=1.0, fold=0.5), np.random.default_rng([1234, 3, 1]), fragments)
@@ -199,6 +199,18 @@ def test_numbers_are_refused_for_a_language_without_number_words():
     with pytest.raises(ValueError, match="known in cs, de, en, fr, not in both it and en"):
         DataConfig(src_lang="it", augment=AugmentConfig(numbers=0.5))
     assert DataConfig(src_lang="fr", tgt_lang="cs", augment=AugmentConfig(numbers=0.5)).augment.numbers == 0.5
+
+
+def test_the_recipes_numbers_go_where_there_are_number_words_and_nowhere_else():
+    """The recipe's share of numbers (left unset) is taken by a pair whose number words are known
+    and left out of another, which trains the rest of the recipe instead of being refused."""
+    from data.config import NUMBERS_SHARE, DataConfig
+
+    assert DataConfig().augment.numbers == NUMBERS_SHARE == 0.5
+    assert DataConfig(src_lang="cs", tgt_lang="fr").augment.numbers == NUMBERS_SHARE
+    other = DataConfig(src_lang="es", tgt_lang="it")
+    assert other.augment.numbers == 0.0 and other.augment.on  # the other shares still vary its pairs
+    assert DataConfig(src_lang="de", tgt_lang="it", augment=AugmentConfig(numbers=0)).augment.numbers == 0
 
 
 def test_the_case_shares_together_are_refused_above_one():

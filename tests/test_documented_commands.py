@@ -319,6 +319,11 @@ COMMANDS: dict[str, Command] = {
     'data.augment.fold=0.1 hydra.run.dir=runs/hour_source_noise"': Command(short=SHORT),
     'make train ARGS="model=small data.augment.typos=0.05 data.augment.fold=0.05 '
     'hydra.run.dir=runs/hour_typos_fold05"': Command(short=SHORT),
+    'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null '
+    'hydra.run.dir=runs/steps_recipe"': Command(short=SHORT),
+    'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null '
+    "data.tokenizer.split_digits=true data.augment.numbers=0.5 data.augment.typos=0.05 data.augment.fold=0.05 "
+    'hydra.run.dir=runs/steps_typed_light"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),

@@ -44,7 +44,9 @@ def tiny_text_and_tokenizer(tmp_path):
     pairs = {"src": [f"ein hund {i}" for i in range(60)], "tgt": [f"a dog {i}" for i in range(60)]}
     text = DatasetDict({"train": Dataset.from_dict(pairs), "val": Dataset.from_dict(pairs)})
     tokenizer = train_tokenizer(
-        text["train"], TokenizerConfig(vocab_size=25, byte_fallback=False, upper_copies=0.0), tmp_path
+        text["train"],
+        TokenizerConfig(vocab_size=25, byte_fallback=False, upper_copies=0.0, split_digits=False),
+        tmp_path,
     )
     return text, tokenizer
 

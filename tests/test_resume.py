@@ -23,7 +23,11 @@ PLAIN = [
     "data.augment.upper_source=0",
     "data.augment.no_final_punct=0",
     "data.augment.fragment=0",
+    "data.augment.numbers=0",
+    "data.augment.typos=0",
+    "data.augment.fold=0",
     "data.tokenizer.upper_copies=0",
+    "data.tokenizer.split_digits=false",
 ]
 
 

@@ -204,7 +204,7 @@ class DataConfig:
         """The recipe's share of numbers resolved for the languages, then values that types cannot
         refuse, refused when the config is built."""
         if self.augment.numbers is None:  # the recipe's share, where there are number words to replace
-            from data.noise import NUMBER_WORDS  # numpy: only where numbers are asked for
+            from data.noise import NUMBER_WORDS  # numpy: only where a share of numbers is left to resolve
 
             known = self.src_lang in NUMBER_WORDS and self.tgt_lang in NUMBER_WORDS
             self.augment.numbers = NUMBERS_SHARE if known else 0.0

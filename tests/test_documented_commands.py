@@ -10,10 +10,11 @@ As written, except:
 - what stands for the user's own things is made real: `$MULTI30K_DIR` and `/path/to/multi30k` are
   the committed toy corpus, laid out as Multi30k is (the commands that need Multi30k itself, the
   French-Czech pair and a sweep of vocabularies larger than the toy corpus supports, use the real
-  one and are skipped without it); `runs/RUN` (also `runs/en-de` and `runs/recipe_1h`, the docs'
-  names for the recipe run) is a run that the documented `make train` trained here;
-  `sentences.de` a file of the corpus's test sentences; `/corpus/...` and `/data/wmt16_de_en` the
-  toy corpus as parallel files, TSV, JSONL and a saved Hugging Face dataset under the checkout;
+  one and are skipped without it); `runs/RUN` is a run that the documented `make train` trained
+  once a session and copied into each checkout (`runs/en-de` and `runs/recipe_1h`, the docs' names
+  for other runs of the recipe, are trained in the checkout by their own commands); `sentences.de`
+  a file of the corpus's test sentences; `/corpus/...` and `/data/wmt16_de_en` the toy corpus as
+  parallel files, TSV, JSONL and a saved Hugging Face dataset under the checkout;
 - LibreTranslate's commands run with HOME a folder of the checkout's, where `~/libretranslate`
   is the environment tests/helpers/argos.py made once by the README's command, and with the
   network closed;
@@ -48,6 +49,7 @@ from helpers.argos import argos_python, started_libretranslate
 from helpers.browser import browser_missing
 from helpers.documented import documented_commands
 from helpers.servers import free_port
+from helpers.shared import shared_folder
 from helpers.terminal import open_terminal
 from inference.argos_package import offline_environ
 
@@ -324,6 +326,8 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null '
     "data.tokenizer.split_digits=true data.augment.numbers=0.5 data.augment.typos=0.05 data.augment.fold=0.05 "
     'hydra.run.dir=runs/steps_typed_light"': Command(short=SHORT),
+    'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null '
+    'data.augment.copy_through=0.05 hydra.run.dir=runs/steps_copy05"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),
@@ -403,8 +407,8 @@ class Checkout:
 
     OWN = {"runs", "exports", "figures", ".cache", "outputs", "multirun", "corpus", "data_hf", "bench", "docs"}
 
-    def __init__(self, root: Path) -> None:
-        self.root, self.made = root, set()
+    def __init__(self, root: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.root, self.made, self.tmp_path_factory = root, set(), tmp_path_factory
         self.multi30k: str | None = None  # the real Multi30k, for the commands that need it
         for entry in ROOT.iterdir():
             if entry.name not in self.OWN and entry.name != ".git":
@@ -446,15 +450,34 @@ class Checkout:
             )
         return done
 
+    def make_run(self, shared: Path) -> None:
+        """The documented `make train`, short, run here and kept in `shared` as RUN."""
+        before = set((self.root / "runs").iterdir())
+        self.run(shortened("make train", RUN_SHORT))
+        [run] = {folder for folder in set((self.root / "runs").iterdir()) - before if folder.name != "latest"}
+        shutil.rmtree(shared / "RUN", ignore_errors=True)  # what a failed try may have left
+        run.rename(shared / "RUN")
+
     def need(self, what: str) -> None:
+        """`what` made here, once: where making it fails, the next test that needs it tries again
+        (and says why it failed) instead of finding it missing."""
         if what in self.made:
             return
         self.made.add(what)
-        if what == "run":  # the documented `make train`, short; the docs' names for the recipe run point at it
-            before = set((self.root / "runs").iterdir())
-            self.run(shortened("make train", RUN_SHORT))
-            [run] = {folder for folder in set((self.root / "runs").iterdir()) - before if folder.name != "latest"}
-            run.rename(self.root / "runs" / "RUN")
+        try:
+            self.make(what)
+        except BaseException:
+            self.made.discard(what)
+            raise
+
+    def make(self, what: str) -> None:
+        if what == "run":  # the documented `make train`, short
+            # made once for every worker (tests/helpers/shared.py): the first checkout to need it
+            # trains it, every checkout copies it. Its checkpoints name the first checkout's data
+            # cache, which only a download writes into: the toy corpus is a folder, never downloaded.
+            shared = shared_folder(self.tmp_path_factory, "documented_run", self.make_run)
+            shutil.rmtree(self.root / "runs" / "RUN", ignore_errors=True)  # what a failed try may have left
+            shutil.copytree(shared / "RUN", self.root / "runs" / "RUN", symlinks=True)
         elif what == "latest":  # runs/latest, where the run made last left it
             self.need("run")
             (self.root / "runs" / "latest").unlink(missing_ok=True)
@@ -485,7 +508,7 @@ class Checkout:
                 self.run(self.as_written(command), argos=COMMANDS[command].argos)
         elif what == "corpus":  # the toy corpus as a user's own files, in each documented layout
             corpus = self.root / "corpus"
-            corpus.mkdir()
+            corpus.mkdir(exist_ok=True)
             pairs = {}
             for split, name in (("train", "train"), ("val", "dev"), ("test_2016_flickr", "test")):
                 for lang in ("de", "en"):
@@ -557,7 +580,7 @@ def shortened(command: str, short: str) -> str:
 def checkout(tmp_path_factory) -> Checkout:
     if not (ROOT / ".venv" / "bin" / "python").exists():
         pytest.skip("the documented commands use .venv/bin: run `make install` first")
-    return Checkout(tmp_path_factory.mktemp("checkout"))
+    return Checkout(tmp_path_factory.mktemp("checkout"), tmp_path_factory)
 
 
 def made_by(command: str) -> str | None:
@@ -572,8 +595,8 @@ def made_by(command: str) -> str | None:
 # under pytest-xdist (make test) each such group stays on one worker (xdist_group), and the groups
 # and the other commands go to any worker, each worker with a checkout of its own (where the few
 # files they need take no time to make). The many commands that read the documented `make train`'s
-# run are three groups, each making that run (~35 s) where it lands, so that both workers share them:
-# exports and what serves them, the benchmarks, the rest.
+# run are three groups, so that both workers share them (exports and what serves them, the
+# benchmarks, the rest); the run itself (~35 s) is made once, by the first to need it, and copied.
 QUICK_TO_MAKE = {"corpus", "sentences.de", "candidates.txt"}
 NEEDED = {what for spec in COMMANDS.values() for what in spec.needs} - QUICK_TO_MAKE
 EXPORTS = {"export", "argos package", "argos installed", "libretranslate"}

@@ -455,8 +455,7 @@ class Checkout:
         before = set((self.root / "runs").iterdir())
         self.run(shortened("make train", RUN_SHORT))
         [run] = {folder for folder in set((self.root / "runs").iterdir()) - before if folder.name != "latest"}
-        shutil.rmtree(shared / "RUN", ignore_errors=True)  # what a failed try may have left
-        run.rename(shared / "RUN")
+        run.rename(shared / "RUN")  # the last step: a failed try leaves no RUN behind
 
     def need(self, what: str) -> None:
         """`what` made here, once: where making it fails, the next test that needs it tries again

@@ -42,6 +42,13 @@ class TokenizerConfig:
     # line is about 4x the pieces (docs/recipe_search.md) and crowds training batches. The recipe's
     # tenth goes with its source-alone capitals (AugmentConfig.upper_source).
     upper_copies: float = 0.1
+    # The source read case-folded ("EIN MANN" and "ein mann" read as "ein mann"), and German's
+    # ä ö ü ß spelt ae oe ue ss, by the source SentencePiece model's own normalization
+    # (data/source_folding.py): wherever the model file goes (CTranslate2, Argos, LibreTranslate),
+    # capitals, lower case and a keyboard without umlauts read as the sentence the model knows.
+    # The target keeps its case and letters: the model writes sentence case from the folded source.
+    fold_source_case: bool = False
+    spell_source_umlauts: bool = False
 
     def __post_init__(self) -> None:
         if self.model_type not in ("unigram", "bpe"):
@@ -224,6 +231,19 @@ class DataConfig:
                 self.subword_sampling == 0 or not self.augment.on,
                 "data.augment and data.subword_sampling each make every epoch's pairs: use one of them "
                 "(experiment=plain turns the augmentation off)",
+            ),
+            (
+                not self.tokenizer.fold_source_case
+                or self.augment.upper == self.augment.title == self.augment.lower == 0,
+                "data.tokenizer.fold_source_case reads every source in one case, so nothing would tell the model "
+                "when to write the target in capitals or lower case: give data.augment.upper, title and lower 0",
+            ),
+            (
+                not self.tokenizer.fold_source_case
+                or self.augment.upper_source == self.augment.lower_source == self.tokenizer.upper_copies == 0,
+                "data.tokenizer.fold_source_case reads a source in capitals or lower case as it is, so the "
+                "source-alone shares and the vocabulary's copies in capitals would change nothing: give "
+                "data.augment.upper_source, data.augment.lower_source and data.tokenizer.upper_copies 0",
             ),
         )
         if self.augment.numbers:

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import logging
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, replace
 from itertools import chain
@@ -23,6 +24,8 @@ import sentencepiece as spm
 
 from data.columns import column_lines, digest_lines
 from data.config import TokenizerConfig
+from data.source_folding import VERSION as FOLDING_VERSION
+from data.source_folding import fold, with_folding
 from data.word_forms import written_forms
 from utils.device import usable_cores
 from utils.errors import UserError
@@ -42,9 +45,10 @@ EOS_ID = 3
 
 
 class Tokenizer:
-    """Source and target SentencePiece models (the same one when the vocabulary is joint), and
-    how the training source writes its words (`src_forms`, data/word_forms.py; empty for a
-    tokenizer saved before they were kept)."""
+    """Source and target SentencePiece models (the same one when the vocabulary is joint, unless
+    the source is folded: then two files of one vocabulary, data/source_folding.py), and how the
+    training source writes its words (`src_forms`, data/word_forms.py; empty for a tokenizer saved
+    before they were kept)."""
 
     def __init__(self, src_model: bytes, tgt_model: bytes, src_forms: Sequence[str] = ()) -> None:
         self.src_model, self.tgt_model = src_model, tgt_model
@@ -63,9 +67,20 @@ class Tokenizer:
         proto.ParseFromString(self.src_model)
         return proto.trainer_spec.split_digits
 
-    @property
+    @functools.cached_property
     def joint(self) -> bool:
-        return self.src is self.tgt
+        """One vocabulary for both sides: the same pieces under the same ids."""
+        if self.src is self.tgt:
+            return True
+        size = self.src.get_piece_size()
+        return size == self.tgt.get_piece_size() and all(
+            self.src.id_to_piece(i) == self.tgt.id_to_piece(i) for i in range(size)
+        )
+
+    @property
+    def model_files(self) -> list[str]:
+        """The names `save` writes the model file(s) under: source first, target last."""
+        return ["spm_joint.model"] if self.src is self.tgt else ["spm_src.model", "spm_tgt.model"]
 
     # the ids the SentencePiece models carry (the same in source and target: both are trained here)
     @property
@@ -113,11 +128,8 @@ class Tokenizer:
         folder.mkdir(parents=True, exist_ok=True)
         if self.src_forms:
             (folder / FORMS_FILE).write_text("".join(f"{form}\n" for form in self.src_forms), encoding="utf-8")
-        if self.joint:
-            (folder / "spm_joint.model").write_bytes(self.src_model)
-        else:
-            (folder / "spm_src.model").write_bytes(self.src_model)
-            (folder / "spm_tgt.model").write_bytes(self.tgt_model)
+        for name, model in zip(self.model_files, (self.src_model, self.tgt_model)):
+            (folder / name).write_bytes(model)
 
     def fingerprint(self) -> str:
         return hashlib.sha256(self.src_model + b"\0" + self.tgt_model).hexdigest()[:16]
@@ -126,7 +138,7 @@ class Tokenizer:
 # Settings added after tokenizers were first cached, left out of the cache key at these values
 # (their defaults when added, under which they change nothing), so that a tokenizer cached before
 # them is found again
-LATER_FIELDS = {"split_digits": False, "upper_copies": 0.0}
+LATER_FIELDS = {"split_digits": False, "upper_copies": 0.0, "fold_source_case": False, "spell_source_umlauts": False}
 
 
 def _train_model(sentences: Iterator[str], cfg: TokenizerConfig) -> bytes:
@@ -188,7 +200,7 @@ def _sentences(train: Dataset, columns: tuple[str, ...], cfg: TokenizerConfig) -
         )
         return
     total = len(train) * len(columns)
-    lines = chain.from_iterable(column_lines(train, column) for column in columns)
+    lines = chain.from_iterable(_column_as_read(train, column, cfg) for column in columns)
     if total <= cfg.max_sentences:
         yield from lines
         return
@@ -203,13 +215,27 @@ def _sentences(train: Dataset, columns: tuple[str, ...], cfg: TokenizerConfig) -
     yield from (line for line, kept in zip(lines, keep) if kept)
 
 
+def _column_as_read(train: Dataset, column: str, cfg: TokenizerConfig) -> Iterator[str]:
+    """The lines of `column` as its model will read them: the source folded as its model file
+    folds it (the vocabulary learns "maedchen" where the source model reads "Mädchen")."""
+    lines = column_lines(train, column)
+    if column == "src" and (cfg.fold_source_case or cfg.spell_source_umlauts):
+        return (fold(line, cfg.fold_source_case, cfg.spell_source_umlauts) for line in lines)
+    return lines
+
+
 def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> Tokenizer:
     """Train (or load from the cache) the tokenizer for the training split's `src` and `tgt`.
 
     The cache key covers the settings and every training sentence, so changed data or
-    settings train a new model, and the same ones reuse the cached file.
+    settings train a new model, and the same ones reuse the cached file. A folded source model
+    (data/source_folding.py) is cached beside the plain one it is made from, so that a run
+    resumed on the same cache reads its source exactly as it did.
     """
     settings = {k: v for k, v in asdict(cfg).items() if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    folding = cfg.fold_source_case or cfg.spell_source_umlauts
+    if folding:  # another mapping, or another Unicode's, folds another source: another vocabulary
+        settings["folding"] = [FOLDING_VERSION, unicodedata.unidata_version]
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for side in ("src", "tgt"):
         digest_lines(digest, column_lines(train, side))
@@ -230,5 +256,11 @@ def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> To
             path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_file(path, "wb") as file:
                 file.write(_train_model(_sentences(train, columns, cfg), cfg))
-    models = [p.read_bytes() for p in paths]
-    return Tokenizer(models[0], models[-1], written_forms(column_lines(train, "src")))
+    src_model, tgt_model = (paths[0].read_bytes(), paths[-1].read_bytes())
+    if folding:
+        folded = folder / "src_folded.model"
+        if not folded.is_file():
+            with atomic_file(folded, "wb") as file:
+                file.write(with_folding(src_model, cfg.fold_source_case, cfg.spell_source_umlauts))
+        src_model = folded.read_bytes()
+    return Tokenizer(src_model, tgt_model, written_forms(column_lines(train, "src")))

@@ -5,9 +5,10 @@ The file is a zip of one folder, `<name>-<version>` (e.g. `minitrans-de_en-1_0`)
 - `metadata.json`: the languages (codes and names), the package's version and name, its type;
 - `model/`: a CTranslate2 export (inference/ct2_export.py), so that `translate.py -c
   FILE.argosmodel` reads it as it reads an export;
-- `sentencepiece.model`: the joint SentencePiece model, with which argostranslate encodes the
-  source and decodes the output (one model for both sides: a run with separate vocabularies
-  cannot be packaged);
+- `sentencepiece.model`: the source's SentencePiece model, with which argostranslate encodes the
+  source (folding it where the run folds its source, data/source_folding.py) and joins the
+  output's pieces (one vocabulary for both sides: a run with separate vocabularies cannot be
+  packaged);
 - `minisbd/<from>.onnx`: the sentence splitter argostranslate runs before translating,
   trained on the run's own source text (inference/sentence_splitter.py), so that the first
   translation needs no download;
@@ -170,6 +171,8 @@ def export_argos(
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work) / package_folder(name, version)
         export_ctranslate2(model, tokenizer, meta, folder / "model", quantization, False, results, command, True)
+        # the source's model: argostranslate encodes the source with it (folding as it folds, where
+        # it does) and only joins the target's pieces, which its normalization never touches
         (folder / "sentencepiece.model").write_bytes(tokenizer.src_model)
         (folder / "minisbd").mkdir()
         export_onnx(splitter, folder / "minisbd" / f"{from_code}.onnx", from_code)

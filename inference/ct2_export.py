@@ -237,7 +237,7 @@ def export_ctranslate2(
                 "tgt_lang": meta.get("tgt_lang", "?"),
                 "max_len": cfg.max_len,
                 "special_pieces": special_pieces(tokenizer),
-                "spm": ["spm_joint.model"] if tokenizer.joint else ["spm_src.model", "spm_tgt.model"],
+                "spm": tokenizer.model_files,
                 "src_forms": FORMS_FILE if tokenizer.src_forms else None,
                 "quantization": quantization,
                 "parameters": model.num_parameters(),

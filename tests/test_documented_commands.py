@@ -328,6 +328,14 @@ COMMANDS: dict[str, Command] = {
     'hydra.run.dir=runs/steps_typed_light"': Command(short=SHORT),
     'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null '
     'data.augment.copy_through=0.05 hydra.run.dir=runs/steps_copy05"': Command(short=SHORT),
+    # a toy source read in one case holds fewer pieces than the toy vocabulary's 360
+    'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null '
+    "data.tokenizer.fold_source_case=true data.tokenizer.spell_source_umlauts=true data.tokenizer.upper_copies=0 "
+    'data.augment.lower=0 data.augment.upper_source=0 hydra.run.dir=runs/steps_fold"': Command(
+        short=SHORT.replace("vocab_size=360", "vocab_size=300")
+    ),
+    'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null seed=2 '
+    'hydra.run.dir=runs/steps_typed_light_s2"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),

@@ -11,8 +11,9 @@ from bench.common import allocators
 from helpers.commands import ROOT
 
 # Beam search (5 beams, 32 sentences) with the compact shape's default config, untrained: the page
-# faults of three searches after a first one, before or after keep_freed_memory(). A fresh
-# process for each, since the thresholds stay set for the life of a process.
+# faults of three searches after two first ones (which fault in what the heap grows to), before
+# or after keep_freed_memory(). A fresh process for each, since the thresholds stay set for the
+# life of a process.
 FAULTS = """
 import resource, torch
 from inference.malloc import keep_freed_memory
@@ -23,7 +24,8 @@ if {keep}:
 torch.manual_seed(0)
 model = Transformer(TransformerConfig()).eval()
 src = torch.randint(4, 8000, (32, 14))
-beam_search(model, src, 5, 12)
+for _ in range(2):
+    beam_search(model, src, 5, 12)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(3):
     beam_search(model, src, 5, 12)
@@ -47,8 +49,10 @@ def page_faults(keep: bool) -> int:
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt's thresholds are glibc's")
 def test_decoding_reuses_freed_memory_instead_of_faulting_it_in_again():
-    # glibc's defaults return a step's megabyte-sized blocks to the kernel: ~18,000 faults here
-    assert page_faults(keep=True) * 10 < page_faults(keep=False)
+    # glibc's defaults return a step's megabyte-sized blocks to the kernel: ~18,000 faults here.
+    # Kept, ~200 on the AMX Xeon, but 2,106 on one CI host (another CPU's kernels and scratch
+    # buffers): a factor of 4 still fails where the thresholds change nothing (a factor of ~1)
+    assert page_faults(keep=True) * 4 < page_faults(keep=False)
 
 
 def test_another_malloc_preloaded_is_left_alone():

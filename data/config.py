@@ -39,16 +39,20 @@ class TokenizerConfig:
     split_digits: bool = True
     # A share of the sentences SentencePiece learns from is added again in capitals: a vocabulary
     # learnt from captions in sentence case has next to no pieces in capitals, so an upper-cased
-    # line is about 4x the pieces (docs/recipe_search.md) and crowds training batches. The recipe's
-    # tenth goes with its source-alone capitals (AugmentConfig.upper_source).
-    upper_copies: float = 0.1
+    # line is about 4x the pieces (docs/recipe_search.md) and crowds training batches. For a
+    # source read as it is (fold_source_case=false), with AugmentConfig.upper_source; the folded
+    # source of the recipe has no capitals to learn.
+    upper_copies: float = 0.0
     # The source read case-folded ("EIN MANN" and "ein mann" read as "ein mann"), and German's
     # ä ö ü ß spelt ae oe ue ss, by the source SentencePiece model's own normalization
     # (data/source_folding.py): wherever the model file goes (CTranslate2, Argos, LibreTranslate),
     # capitals, lower case and a keyboard without umlauts read as the sentence the model knows.
     # The target keeps its case and letters: the model writes sentence case from the folded source.
-    fold_source_case: bool = False
-    spell_source_umlauts: bool = False
+    # Both on in the recipe (docs/recipe_search.md, "The source folded in its model file");
+    # spell_source_umlauts None: on where the source is German (DataConfig resolves it), since
+    # another language typed without its letters drops them ("a" for "ä") rather than spelling them.
+    fold_source_case: bool = True
+    spell_source_umlauts: bool | None = None
 
     def __post_init__(self) -> None:
         if self.model_type not in ("unigram", "bpe"):
@@ -84,19 +88,20 @@ NUMBERS_SHARE = 0.5
 @dataclass
 class AugmentConfig:
     """The share of training pairs each modifier of data/augment.py varies, anew every epoch,
-    both sides alike but where it says the source alone (0: off). The recipe's shares: a tenth
-    lower-cased, 15% without their final punctuation, a fifth adding a word-aligned fragment,
-    chosen on validation with beam 5 (docs/recipe_search.md, "The hour beside a plain one"), and
-    a tenth with the source alone in capitals (with TokenizerConfig.upper_copies; "The hour of
-    capitals in the source alone"), and half the pairs that hold a number word with a number as
-    typed, 5% of sources with typing errors and 5% without ä ö ü ß (with
-    TokenizerConfig.split_digits; "Numbers, typing errors and folded letters at the hour's step
-    count"); `experiment=plain` turns them off."""
+    both sides alike but where it says the source alone (0: off). The recipe's shares: 15%
+    without their final punctuation, a fifth adding a word-aligned fragment, chosen on validation
+    with beam 5 (docs/recipe_search.md, "The hour beside a plain one"), and half the pairs that
+    hold a number word with a number as typed, 5% of sources with typing errors and 5% without
+    ä ö ü ß (with TokenizerConfig.split_digits; "Numbers, typing errors and folded letters at the
+    hour's step count"); `experiment=plain` turns them off. No case changes: the recipe's source
+    model reads every case alike (TokenizerConfig.fold_source_case), and refuses them; a source
+    read as it is learnt capitals from a tenth lower-cased and a tenth with the source alone in
+    capitals ("The hour of capitals in the source alone")."""
 
     upper: float = 0.0  # upper-cased
     title: float = 0.0  # every word capitalised
-    lower: float = 0.1  # lower-cased
-    upper_source: float = 0.1  # the source alone upper-cased: capitals in, sentence case out
+    lower: float = 0.0  # lower-cased
+    upper_source: float = 0.0  # the source alone upper-cased: capitals in, sentence case out
     lower_source: float = 0.0  # the source alone lower-cased: lower case in, sentence case out
     no_final_punct: float = 0.15  # the final . ! or ? removed
     merge: float = 0.0  # the pair that starts a merge of 2 to merge_max consecutive pairs into one line
@@ -208,8 +213,10 @@ class DataConfig:
     augment: AugmentConfig = field(default_factory=AugmentConfig)
 
     def __post_init__(self) -> None:
-        """The recipe's share of numbers resolved for the languages, then values that types cannot
-        refuse, refused when the config is built."""
+        """The recipe's umlaut spelling and share of numbers resolved for the languages, then values
+        that types cannot refuse, refused when the config is built."""
+        if self.tokenizer.spell_source_umlauts is None:
+            self.tokenizer.spell_source_umlauts = self.src_lang == "de"
         if self.augment.numbers is None:  # the recipe's share, where there are number words to replace
             from data.noise import NUMBER_WORDS  # numpy: only where a share of numbers is left to resolve
 
@@ -236,14 +243,16 @@ class DataConfig:
                 not self.tokenizer.fold_source_case
                 or self.augment.upper == self.augment.title == self.augment.lower == 0,
                 "data.tokenizer.fold_source_case reads every source in one case, so nothing would tell the model "
-                "when to write the target in capitals or lower case: give data.augment.upper, title and lower 0",
+                "when to write the target in capitals or lower case: give data.augment.upper, title and lower 0 "
+                "(or data.tokenizer.fold_source_case=false)",
             ),
             (
                 not self.tokenizer.fold_source_case
                 or self.augment.upper_source == self.augment.lower_source == self.tokenizer.upper_copies == 0,
                 "data.tokenizer.fold_source_case reads a source in capitals or lower case as it is, so the "
                 "source-alone shares and the vocabulary's copies in capitals would change nothing: give "
-                "data.augment.upper_source, data.augment.lower_source and data.tokenizer.upper_copies 0",
+                "data.augment.upper_source, data.augment.lower_source and data.tokenizer.upper_copies 0 "
+                "(or data.tokenizer.fold_source_case=false)",
             ),
         )
         if self.augment.numbers:

@@ -68,6 +68,12 @@ class Tokenizer:
         return proto.trainer_spec.split_digits
 
     @functools.cached_property
+    def folds_case(self) -> bool:
+        """Whether the source model reads capitals as lower case itself (its normalization rules:
+        data.tokenizer.fold_source_case), as its model file does."""
+        return self.src.normalize("ABC") == self.src.normalize("abc")
+
+    @functools.cached_property
     def joint(self) -> bool:
         """One vocabulary for both sides: the same pieces under the same ids."""
         if self.src is self.tgt:
@@ -215,12 +221,18 @@ def _sentences(train: Dataset, columns: tuple[str, ...], cfg: TokenizerConfig) -
     yield from (line for line, kept in zip(lines, keep) if kept)
 
 
+def _spells_umlauts(cfg: TokenizerConfig) -> bool:
+    """spell_source_umlauts as given, or None (a config built outside DataConfig, which resolves it
+    for the source language): off."""
+    return bool(cfg.spell_source_umlauts)
+
+
 def _column_as_read(train: Dataset, column: str, cfg: TokenizerConfig) -> Iterator[str]:
     """The lines of `column` as its model will read them: the source folded as its model file
     folds it (the vocabulary learns "maedchen" where the source model reads "Mädchen")."""
     lines = column_lines(train, column)
     if column == "src" and (cfg.fold_source_case or cfg.spell_source_umlauts):
-        return (fold(line, cfg.fold_source_case, cfg.spell_source_umlauts) for line in lines)
+        return (fold(line, cfg.fold_source_case, _spells_umlauts(cfg)) for line in lines)
     return lines
 
 
@@ -261,6 +273,6 @@ def train_tokenizer(train: Dataset, cfg: TokenizerConfig, cache_dir: Path) -> To
         folded = folder / "src_folded.model"
         if not folded.is_file():
             with atomic_file(folded, "wb") as file:
-                file.write(with_folding(src_model, cfg.fold_source_case, cfg.spell_source_umlauts))
+                file.write(with_folding(src_model, cfg.fold_source_case, _spells_umlauts(cfg)))
         src_model = folded.read_bytes()
     return Tokenizer(src_model, tgt_model, written_forms(column_lines(train, "src")))

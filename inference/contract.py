@@ -245,7 +245,10 @@ class LineTranslator:
             lines,
             self.split_lang,
             lambda sentences, lines_progress: self._nbest(sentences, n_best, lines_progress),
-            lambda sentence: recased(sentence, self.tokenizer.src, self.tokenizer.src_form_of),
+            # a source model that folds case reads a recased sentence as it reads the typed one
+            (lambda sentence: sentence)
+            if self.tokenizer.folds_case
+            else lambda sentence: recased(sentence, self.tokenizer.src, self.tokenizer.src_form_of),
             progress,
             stand_ins=not self.tokenizer.splits_digits,
         )

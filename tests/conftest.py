@@ -36,7 +36,7 @@ def toy(toy_cache):
     from data import DataConfig, TokenizerConfig, prepare_data
     from helpers import TOY_CORPUS
 
-    return prepare_data(DataConfig(dir=str(TOY_CORPUS), cache_dir=toy_cache, tokenizer=TokenizerConfig(vocab_size=360)))
+    return prepare_data(DataConfig(dir=str(TOY_CORPUS), cache_dir=toy_cache, tokenizer=TokenizerConfig(vocab_size=340)))
 
 
 @pytest.fixture(scope="session")

@@ -254,15 +254,20 @@ def test_typed_results_are_kept_up_to_a_number_of_bytes(plugin, monkeypatch):
     40 MB each), and the newest always stays."""
     import viz.attention_tab.typed as typed
 
-    plugin.typed._results.clear()
-    plugin.typed._bytes = 0
+    texts = ("Ein Hund.", "Zwei Katzen schlafen.", "Ein Mann fährt Rad.", "Eine Frau singt.")
     sizes = []
-    for text in ("Ein Hund.", "Zwei Katzen schlafen.", "Ein Mann fährt Rad."):
+    for text in texts:  # each result's bytes (they grow with the translation, which the model chooses)
+        plugin.typed._results.clear()
+        plugin.typed._bytes = 0
         get(plugin, "/sentences", run=".", checkpoint="best", text=text)
         sizes.append(typed.stored_bytes(next(reversed(plugin.typed._results.values()))))
-    assert len(plugin.typed._results) == 3 and plugin.typed._bytes == sum(sizes)
-    monkeypatch.setattr(typed, "KEEP_BYTES", sizes[1] + sizes[2])
-    get(plugin, "/sentences", run=".", checkpoint="best", text="Eine Frau singt.")
+    plugin.typed._results.clear()
+    plugin.typed._bytes = 0
+    for text in texts[:3]:
+        get(plugin, "/sentences", run=".", checkpoint="best", text=text)
+    assert len(plugin.typed._results) == 3 and plugin.typed._bytes == sum(sizes[:3])
+    monkeypatch.setattr(typed, "KEEP_BYTES", sizes[2] + sizes[3])  # room for the two newest alone
+    get(plugin, "/sentences", run=".", checkpoint="best", text=texts[3])
     assert [key[2] for key in plugin.typed._results] == ["Ein Mann fährt Rad.", "Eine Frau singt."]
     assert plugin.typed._bytes <= typed.KEEP_BYTES
     monkeypatch.setattr(typed, "KEEP_BYTES", 1)

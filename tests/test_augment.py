@@ -184,7 +184,7 @@ def test_the_new_modifiers_leave_the_earlier_draws_as_they_were():
     targets' case and punctuation are drawn the same."""
     fragments = [[(s.split()[0], t.split()[0])] for s, t in PAIRS]
     # the recipe's shares at 57e547c, and those before them
-    shares = AugmentConfig(upper=0.05, title=0.05, merge=0.1, upper_source=0.0, numbers=0, typos=0, fold=0)
+    shares = AugmentConfig(upper=0.05, title=0.05, lower=0.1, merge=0.1, numbers=0, typos=0, fold=0)
     before = varied(PAIRS, shares, np.random.default_rng([1234, 3, 1]), fragments)
     assert hashlib.sha256(json.dumps(before).encode()).hexdigest()[:16] == "0b0f42a9be6ea696"
     typed = varied(PAIRS, replace(shares, typos=1.0, fold=0.5), np.random.default_rng([1234, 3, 1]), fragments)

@@ -234,11 +234,13 @@ def test_files_the_user_may_not_read_or_write(locked, user, untouched):
 
 
 def test_what_once_failed_now_translates(user, untouched, capsys):
-    """int8 with silenced heads once raised a traceback (no float weight to find a device on)."""
+    """int8 with silenced heads once raised a traceback (no float weight to find a device on): now
+    one translation a line (the toy run's may be empty: it has learnt little)."""
     status = translate.main(
-        ["-c", str(user / "run"), "--compute-type", "int8", "--mask-heads", "cross:1:1", "Ein Hund."]
+        ["-c", str(user / "run"), "--compute-type", "int8", "--mask-heads", "cross:1:1", "Ein Hund.", "Katze."]
     )
-    assert status == 0 and capsys.readouterr().out.strip()
+    captured = capsys.readouterr()
+    assert status == 0 and captured.out.count("\n") == 2 and not captured.err
 
 
 # --- export.py, heads.py ------------------------------------------------------------------------
@@ -437,7 +439,7 @@ TRAIN = {
     ),
     "too many pieces": (
         ["data.tokenizer.vocab_size=100000"],
-        "SentencePiece training failed: Vocabulary size too high (100000). Please set it to a value <= 442",
+        "SentencePiece training failed: Vocabulary size too high (100000). Please set it to a value <= 355",
     ),
     "run folder under a file": (["hydra.run.dir={u}/a_file/run"], "Not a directory: {u}/a_file"),
     "cache under a file": (["data.cache_dir={u}/a_file/cache"], "Not a directory: {u}/a_file/cache"),
@@ -460,7 +462,7 @@ def test_train_py(case, user, untouched, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MULTI30K_DIR"}
     base = ["experiment=ci", f"data.cache_dir={tmp_path / 'cache'}"]
     if not any(o.startswith(("data=", "data.dir=")) for o in overrides):
-        base += [f"data.dir={TOY_CORPUS}", "data.tokenizer.vocab_size=360"]  # the toy corpus, where a case has no data
+        base += [f"data.dir={TOY_CORPUS}", "data.tokenizer.vocab_size=340"]  # the toy corpus, where a case has no data
     if case == "no such dataset on the hub":
         with serving(EmptyHubHandler) as hub:
             env.update(HF_ENDPOINT=hub, HF_HUB_OFFLINE="0", HF_DATASETS_OFFLINE="0")

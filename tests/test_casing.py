@@ -42,20 +42,31 @@ def test_a_word_takes_its_most_frequent_form_where_it_does_not_begin_a_line():
 
 
 def test_lower_cased_validation_sentences_come_back_mostly_as_written(multi30k_dir, multi30k):
-    """With what the recipe's run carries, over Multi30k's German validation sentences
-    lower-cased: 97% of the words come back as written by the training text's word forms, 93% by
-    the vocabulary alone (the nouns capitalised, the rest not)."""
-    with gzip.open(Path(multi30k_dir) / "val.de.gz", "rt", encoding="utf-8") as f:
-        sentences = [line.strip() for line in f]
-    tokenizer = multi30k.tokenizer
+    """Over Multi30k's German validation sentences lower-cased, with what a run reading its source
+    as it is carries (data.tokenizer.fold_source_case=false; a run whose source model folds case
+    is given sentences unrecased, test_source_folding.py): 97% of the words come back as written by
+    the training text's word forms, 96% by an 8,000-piece vocabulary of its German alone (the nouns
+    capitalised, the rest not)."""
+
+    def lines(split: str) -> list[str]:
+        with gzip.open(Path(multi30k_dir) / f"{split}.de.gz", "rt", encoding="utf-8") as f:
+            return [line.strip() for line in f]
+
+    sentences = lines("val")
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines("train")), model_writer=model, vocab_size=8000, minloglevel=2, num_threads=1
+    )
+    as_it_is = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    forms = multi30k.tokenizer.src_form_of  # read from the training text as written, folded or not
 
     def as_written(forms: dict[str, str]) -> float:
         pairs = [
             (word, again)
             for sentence in sentences
-            for word, again in zip(sentence.split(), recased(sentence.lower(), tokenizer.src, forms).split())
+            for word, again in zip(sentence.split(), recased(sentence.lower(), as_it_is, forms).split())
         ]
         return sum(a == b for a, b in pairs) / len(pairs)
 
-    assert len(tokenizer.src_forms) > 10_000 and tokenizer.src_form_of["hund"] == "Hund"
-    assert as_written(tokenizer.src_form_of) > 0.96 and as_written({}) > 0.9
+    assert len(multi30k.tokenizer.src_forms) > 10_000 and forms["hund"] == "Hund"
+    assert as_written(forms) > 0.96 and as_written({}) > 0.94

@@ -48,7 +48,7 @@ def test_a_run_remembers_where_its_corpus_was(tmp_path, monkeypatch):
     in another folder (export.py --to argos trains the package's splitter on it); once the
     folder is gone, one line says which folder it needs."""
     corpus = shutil.copytree(TOY_CORPUS, tmp_path / "corpus")
-    quick = ["experiment=ci", "data.tokenizer.vocab_size=360", "train.max_steps=2", "train.eval_every=2"]
+    quick = ["experiment=ci", "data.tokenizer.vocab_size=340", "train.max_steps=2", "train.eval_every=2"]
     quick += ["train.head_importance=false", "train.attention_every=0", f"data.cache_dir={tmp_path / 'cache'}"]
     run_train(tmp_path / "run", *quick, env={**os.environ, "MULTI30K_DIR": str(corpus)})
     monkeypatch.delenv("MULTI30K_DIR", raising=False)

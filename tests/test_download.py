@@ -91,7 +91,7 @@ def test_train_py_downloads_trains_and_then_reads_the_cache(toy_mirror, tmp_path
         first = run_train(
             tmp_path / "first",
             "experiment=ci",
-            "data.tokenizer.vocab_size=360",
+            "data.tokenizer.vocab_size=340",
             f"data.url='{url}'",
             f"data.cache_dir={cache}",
             "train.max_steps=20",
@@ -108,7 +108,7 @@ def test_train_py_downloads_trains_and_then_reads_the_cache(toy_mirror, tmp_path
     run_train(
         tmp_path / "second",
         "experiment=ci",
-        "data.tokenizer.vocab_size=360",
+        "data.tokenizer.vocab_size=340",
         f"data.url='{url}'",
         f"data.cache_dir={cache}",
         "train.max_steps=10",

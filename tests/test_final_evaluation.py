@@ -21,7 +21,7 @@ pytestmark = pytest.mark.xdist_group("test_final_evaluation")
 OVERRIDES = [
     "experiment=ci",
     f"data.dir={TOY_CORPUS}",
-    "data.tokenizer.vocab_size=360",
+    "data.tokenizer.vocab_size=340",
     "data.max_train_examples=null",
     "train.max_steps=30",
     "train.eval_every=10",
@@ -95,5 +95,5 @@ def test_robustness_is_the_benchmarks_on_the_best_weights_and_is_logged(toy_run)
 def test_hparams_are_every_scalar_setting():
     run = to_run_config(compose_config(*OVERRIDES))
     hparams = flat_hparams(run)
-    assert hparams["train.max_steps"] == 30 and hparams["model.d_model"] == 64 and hparams["data.vocab_size"] == 360
+    assert hparams["train.max_steps"] == 30 and hparams["model.d_model"] == 64 and hparams["data.vocab_size"] == 340
     assert "train.betas" not in hparams and "data.tokenizer" not in hparams  # not scalars: TensorBoard refuses them

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from data import DataConfig, TokenizerConfig, prepare_data
 from data.prepare import tokenize_splits
+from data.source_folding import fold
 from data.tokenizer import train_tokenizer
 from helpers import TOY_CORPUS
 
@@ -27,11 +28,12 @@ def test_prepare_data_trains_the_tokenizer_on_the_training_pairs_only(tmp_path, 
         cache_dir=str(tmp_path),
         max_train_examples=300,
         max_eval_examples=50,
-        tokenizer=TokenizerConfig(vocab_size=320, upper_copies=0.0),  # the sentences as read: no copies in capitals
+        tokenizer=TokenizerConfig(vocab_size=320),  # the recipe's: no copies in capitals, the source folded
     )
     prepared = prepare_data(cfg)
     train = prepared.text["train"]
-    assert seen == [list(train["src"]) + list(train["tgt"])]  # one joint model, of exactly these
+    # one joint model, of exactly these, the source as its model file reads it
+    assert seen == [[fold(s, True, True) for s in train["src"]] + list(train["tgt"])]
     held_out = {
         s for split in ("val", "test_2016_flickr") for side in ("src", "tgt") for s in prepared.text[split][side]
     }
@@ -94,7 +96,7 @@ def test_a_run_that_finishes_caching_second_keeps_the_first_ones_entry(tmp_path,
 def test_tokenized_splits_are_cached(toy, toy_cache, caplog):
     with caplog.at_level(logging.INFO, logger="data"):
         again = prepare_data(
-            DataConfig(dir=str(TOY_CORPUS), cache_dir=toy_cache, tokenizer=TokenizerConfig(vocab_size=360))
+            DataConfig(dir=str(TOY_CORPUS), cache_dir=toy_cache, tokenizer=TokenizerConfig(vocab_size=340))
         )
     assert any("tokenized splits loaded from cache" in r.message for r in caplog.records)
     assert not any("training SentencePiece" in r.message for r in caplog.records)

@@ -19,14 +19,13 @@ pytestmark = pytest.mark.xdist_group("test_resume")
 QUIET = ["train.eval_every=1000", "train.attention_every=0", "train.threads=1", "train.head_importance=false"]
 # the recipe's augmentation off, as experiment=plain has it (subword sampling takes its place)
 PLAIN = [
-    "data.augment.lower=0",
-    "data.augment.upper_source=0",
     "data.augment.no_final_punct=0",
     "data.augment.fragment=0",
     "data.augment.numbers=0",
     "data.augment.typos=0",
     "data.augment.fold=0",
-    "data.tokenizer.upper_copies=0",
+    "data.tokenizer.fold_source_case=false",
+    "data.tokenizer.spell_source_umlauts=false",
     "data.tokenizer.split_digits=false",
 ]
 
@@ -118,7 +117,7 @@ def test_an_interrupted_multirun_job_prints_the_command_that_continues_that_job(
     continued = stderr.strip().splitlines()[-1].split("continue with: ")[1]
     # the first job's own values, no sweep and no -m: the command continues this job alone
     assert continued == (
-        f"python train.py experiment=ci data.dir={TOY_CORPUS} data.tokenizer.vocab_size=360 "
+        f"python train.py experiment=ci data.dir={TOY_CORPUS} data.tokenizer.vocab_size=340 "
         f"train.max_steps=60 train.lr=0.001 train.eval_every=10 "
         f"train.attention_every=0 train.head_importance=False train.threads=1 "  # as Hydra writes them
         f"hydra.run.dir={tmp_path / '0'}"
@@ -176,6 +175,7 @@ def straight_and_resumed(tmp_path, common: list[str]) -> tuple:
     [
         ["data.subword_sampling=0.5", *PLAIN],
         [
+            "data.tokenizer.fold_source_case=false",  # the case changes need a source read as it is
             "data.augment.upper=0.2",
             "data.augment.lower=0.2",
             "data.augment.no_final_punct=0.3",
@@ -275,11 +275,11 @@ def test_init_from_starts_a_new_run_from_the_weights(first_run, tmp_path):
     [
         (["data.src_lang=en", "data.tgt_lang=de"], "translates de->en, but this run is en->de"),
         (
-            ["data.tokenizer.vocab_size=340"],
+            ["data.tokenizer.vocab_size=320"],
             "another tokenizer than this run's data.tokenizer settings make "
-            "(it was trained with data.tokenizer.vocab_size=360: give that to continue it)",
+            "(it was trained with data.tokenizer.vocab_size=340: give that to continue it)",
         ),
-        (["data.tokenizer.upper_copies=0"], "(it was trained with data.tokenizer.upper_copies=0.1: give that"),
+        (["data.tokenizer.fold_source_case=false"], "(it was trained with data.tokenizer.fold_source_case=true: give"),
     ],
 )
 def test_resume_refuses_another_language_pair_or_tokenizer(first_run, tmp_path, overrides, message):

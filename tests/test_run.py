@@ -41,7 +41,8 @@ def test_ci_experiment_trains_end_to_end(ci_run):
     assert abs(sum(spent.values()) / 60 - results["total_minutes"]) < 0.02
     assert (ci_run / "checkpoints" / "best.pt").is_file()
     assert (ci_run / "checkpoints" / "step_0000240.pt").is_file()
-    assert (ci_run / "spm_joint.model").is_file() and (ci_run / ".hydra" / "config.yaml").is_file()
+    assert (ci_run / "spm_src.model").is_file() and (ci_run / "spm_tgt.model").is_file()  # the source folded
+    assert (ci_run / ".hydra" / "config.yaml").is_file()
     assert "Hund" in (ci_run / "src_forms.txt").read_text(encoding="utf-8").splitlines()
     hyps = (ci_run / "test_2016_flickr.hyp.en").read_text().splitlines()
     assert len(hyps) == 100  # max_eval_examples; line-aligned with the references
@@ -140,7 +141,7 @@ def test_test_translations_are_utf8_whatever_the_locale(tmp_path):
 def test_checkpoint_is_self_contained(ci_run):
     model, tokenizer, meta = load_for_inference(ci_run)
     assert meta["src_lang"] == "de" and meta["tgt_lang"] == "en"
-    assert model.cfg.src_vocab_size == tokenizer.src_vocab_size == 360
+    assert model.cfg.src_vocab_size == tokenizer.src_vocab_size == 340
     checkpoint = load_checkpoint(ci_run / "checkpoints" / "step_0000240.pt")
     assert set(checkpoint["train_state"]) == {"optimizer", "scheduler", "progress", "rng"}
     assert checkpoint["model_config"]["eos_id"] == tokenizer.eos_id and checkpoint["model_config"]["unk_id"] == 1

@@ -179,11 +179,11 @@ def test_everything_after_loading_is_the_one_path(tmp_path):
             val=str(TOY_CORPUS / "val"),
             test=[str(TOY_CORPUS / "test_2016_flickr")],
             cache_dir=str(tmp_path),
-            tokenizer=TokenizerConfig(vocab_size=360),
+            tokenizer=TokenizerConfig(vocab_size=340),
         )
     )
     multi30k = prepare_data(
-        DataConfig(dir=str(TOY_CORPUS), cache_dir=str(tmp_path), tokenizer=TokenizerConfig(vocab_size=360))
+        DataConfig(dir=str(TOY_CORPUS), cache_dir=str(tmp_path), tokenizer=TokenizerConfig(vocab_size=340))
     )
     assert data.tokenizer.fingerprint() == multi30k.tokenizer.fingerprint()  # the same text: the same cache
     assert data.tokens["test_2016_flickr"]["tgt_ids"] == multi30k.tokens["test_2016_flickr"]["tgt_ids"]
@@ -199,7 +199,7 @@ def test_a_run_trains_on_parallel_files_from_the_command_line(tmp_path):
         "data.val_size=100",
         "data.src_lang=en",
         "data.tgt_lang=de",
-        "data.tokenizer.vocab_size=360",
+        "data.tokenizer.vocab_size=340",
         "data.max_train_examples=null",
         "train.max_steps=20",
         "train.eval_every=10",

@@ -11,6 +11,7 @@ import pytest
 from datasets import Dataset
 
 from data import BOS_ID, EOS_ID, PAD_ID, TokenizerConfig
+from data.source_folding import fold
 from data.tokenizer import train_tokenizer
 from utils.errors import UserError
 
@@ -24,7 +25,7 @@ def test_round_trip_on_test_sentences(toy):
     tok = toy.tokenizer
     test = toy.text["test_2016_flickr"]
     src, tgt = list(test["src"]), list(test["tgt"])
-    assert tok.src.decode(tok.encode_src(src)) == [nmt_nfkc(s) for s in src]
+    assert tok.src.decode(tok.encode_src(src)) == [fold(s, True, True) for s in src]  # the recipe's source folded
     assert tok.decode_tgt(tok.encode_tgt(tgt)) == [nmt_nfkc(s) for s in tgt]
     # byte fallback: characters never seen in training still survive
     assert tok.decode_tgt(tok.encode_tgt(["Ωμέγα 漢字 ✓"])) == ["Ωμέγα 漢字 ✓"]
@@ -33,7 +34,7 @@ def test_round_trip_on_test_sentences(toy):
 def test_special_ids_are_fixed(toy):
     sp = toy.tokenizer.src
     assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD_ID, 1, BOS_ID, EOS_ID)
-    assert toy.tokenizer.joint and toy.tokenizer.src_vocab_size == 360
+    assert toy.tokenizer.joint and toy.tokenizer.src_vocab_size == 340
 
 
 def test_tokenizer_trained_on_train_only_and_cached(tmp_path, caplog):
@@ -76,12 +77,12 @@ def test_split_digits_writes_a_number_digit_by_digit(toy, tmp_path):
     numbers; without, the toy corpus's years are pieces of several digits."""
     train = toy.text["train"]
     train = Dataset.from_dict({"src": [f"{s} 1999 2024" for s in train["src"]], "tgt": list(train["tgt"])})
-    split = train_tokenizer(train, TokenizerConfig(vocab_size=360, split_digits=True), tmp_path)
-    whole = train_tokenizer(train, TokenizerConfig(vocab_size=360, split_digits=False), tmp_path)
+    split = train_tokenizer(train, TokenizerConfig(vocab_size=340, split_digits=True), tmp_path)
+    whole = train_tokenizer(train, TokenizerConfig(vocab_size=340, split_digits=False), tmp_path)
     pieces = split.src.encode("Von 1999 bis 2024.", out_type=str)
     assert [p.strip("▁") for p in pieces if p.strip("▁").isdigit()] == list("19992024")
     assert any(len(p.strip("▁")) > 1 and p.strip("▁").isdigit() for p in whole.src.encode("1999", out_type=str))
-    assert split.src.decode(split.src.encode("Um 10:30 Uhr, 3,50 Euro.")) == "Um 10:30 Uhr, 3,50 Euro."
+    assert split.src.decode(split.src.encode("Um 10:30 Uhr, 3,50 Euro.")) == "um 10:30 uhr, 3,50 euro."  # folded
     assert split.splits_digits and not whole.splits_digits  # as the model files say
 
 
@@ -95,8 +96,9 @@ def test_upper_copies_give_capitals_pieces_of_their_own(multi30k_dir, tmp_path):
         with gzip.open(Path(multi30k_dir) / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
             sides[side] = [line.strip() for line in f][:6000]
     train, held_out = Dataset.from_dict({k: v[:5000] for k, v in sides.items()}), sides["src"][5000:]
-    plain = train_tokenizer(train, TokenizerConfig(vocab_size=2000, upper_copies=0.0), tmp_path)
-    upper = train_tokenizer(train, TokenizerConfig(vocab_size=2000, upper_copies=0.1), tmp_path)
+    as_it_is = TokenizerConfig(vocab_size=2000, fold_source_case=False)  # a folded source has no capitals
+    plain = train_tokenizer(train, as_it_is, tmp_path)
+    upper = train_tokenizer(train, replace(as_it_is, upper_copies=0.1), tmp_path)
     count = lambda tok, lines: sum(len(ids) for ids in tok.encode_src(lines))  # noqa: E731
     capitals = [s.upper() for s in held_out]
     assert count(upper, capitals) < 0.5 * count(plain, capitals)
@@ -106,11 +108,11 @@ def test_upper_copies_give_capitals_pieces_of_their_own(multi30k_dir, tmp_path):
 
 
 def test_a_vocabulary_too_small_for_the_capitals_says_what_adds_them(tmp_path):
-    """The copies in capitals (on in the recipe) bring every letter's capital: a vocabulary that
+    """The copies in capitals (of a source read as it is) bring every letter's capital: a vocabulary that
     holds the corpus's letters but not their capitals is refused in one line that names the
     setting, and trains without it."""
     train = Dataset.from_dict({"src": ["ein hund läuft"] * 20, "tgt": ["a dog runs"] * 20})
-    small = TokenizerConfig(vocab_size=20, byte_fallback=False, upper_copies=0.5)
+    small = TokenizerConfig(vocab_size=20, byte_fallback=False, upper_copies=0.5, fold_source_case=False)
     with pytest.raises(
         UserError, match=r"required_chars.*upper_copies=0.5 adds the capitals of the letters; 0 leaves"
     ) as e:

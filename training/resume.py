@@ -106,7 +106,7 @@ def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tok
         # a setting added since (LATER_FIELDS) is missing from an older run's config: it had the value changing nothing
         theirs = {**LATER_FIELDS, **saved_settings(meta, "data").get("tokenizer", {})}
         differ = [
-            f"data.tokenizer.{k}={theirs[k]}"
+            f"data.tokenizer.{k}={str(theirs[k]).lower() if isinstance(theirs[k], bool) else theirs[k]}"
             for k, v in dataclasses.asdict(data.tokenizer).items()
             if theirs.get(k, v) != v
         ]

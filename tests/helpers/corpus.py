@@ -7,7 +7,7 @@ TOY_CORPUS = Path(__file__).resolve().parents[1] / "data" / "toy"
 
 # Overrides that train on the toy corpus: every run of the suite that needs some corpus, not
 # Multi30k itself, appends them (SentencePiece cannot learn experiment=ci's 1,000 pieces from 700 pairs)
-TOY_DATA = (f"data.dir={TOY_CORPUS}", "data.tokenizer.vocab_size=360")
+TOY_DATA = (f"data.dir={TOY_CORPUS}", "data.tokenizer.vocab_size=340")
 
 
 def toy_sentences(split: str = "test_2016_flickr", lang: str = "de") -> list[str]:

@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="give the model each line whole and as typed, as it was trained; by default a line of "
         "several sentences is translated sentence by sentence and joined back with its own spacing, "
-        "a sentence in one case alone is recased, numbers are copied as written, a sentence with nothing "
+        "a sentence in one case alone is recased (for a model that reads its source as it is), "
+        "numbers are copied as written, a sentence with nothing "
         "to translate is given back, and a translation "
         "that loops is searched again without the loop (always whole with --attention and "
         "--show-attention, whose figures are of the line)",

@@ -83,6 +83,8 @@ SHARES = (
 
 # The recipe's share of `numbers` where both languages have number words (AugmentConfig.numbers)
 NUMBERS_SHARE = 0.5
+# The settings whose None DataConfig resolves for the run's languages (the schema keeps them None)
+LANGUAGE_RESOLVED = ("tokenizer.spell_source_umlauts", "augment.numbers")
 
 
 @dataclass
@@ -112,7 +114,9 @@ class AugmentConfig:
     numbers: float | None = None
     copy_through: float = 0.0  # a URL, address, emoji, other script or number put on both sides
     typos: float = 0.05  # the source with typing errors
-    fold: float = 0.05  # the source without its accented letters (ä -> ae or a, ß -> ss)
+    # the source without its accented letters (ä -> ae or a, ß -> ss); the "ae" and "ss" half reads
+    # as the sentence written where TokenizerConfig.spell_source_umlauts spells them out already
+    fold: float = 0.05
     merge_max: int = field(
         default=3,
         metadata=read_when(lambda cfg: cfg.merge > 0, "read only with merges on: give data.augment.merge > 0"),
@@ -244,7 +248,8 @@ class DataConfig:
                 or self.augment.upper == self.augment.title == self.augment.lower == 0,
                 "data.tokenizer.fold_source_case reads every source in one case, so nothing would tell the model "
                 "when to write the target in capitals or lower case: give data.augment.upper, title and lower 0 "
-                "(or data.tokenizer.fold_source_case=false)",
+                "(or read the source as it is: data.tokenizer.fold_source_case=false "
+                "data.tokenizer.spell_source_umlauts=false)",
             ),
             (
                 not self.tokenizer.fold_source_case
@@ -252,7 +257,8 @@ class DataConfig:
                 "data.tokenizer.fold_source_case reads a source in capitals or lower case as it is, so the "
                 "source-alone shares and the vocabulary's copies in capitals would change nothing: give "
                 "data.augment.upper_source, data.augment.lower_source and data.tokenizer.upper_copies 0 "
-                "(or data.tokenizer.fold_source_case=false)",
+                "(or read the source as it is: data.tokenizer.fold_source_case=false "
+                "data.tokenizer.spell_source_umlauts=false)",
             ),
         )
         if self.augment.numbers:

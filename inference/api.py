@@ -55,11 +55,11 @@ def load_translator(
     sentence) is decoded on all of them. More threads than this process may use are refused.
     Text is taken as people type it (inference/contract.py's LineTranslator): a line of several
     sentences is translated sentence by sentence and joined back with its own spacing, a
-    sentence in one case alone is recased, its longer numbers are copied as written, a sentence
-    with nothing to translate is its own translation, and a translation that loops where its
-    sentence does not is searched again without the loop; `whole_lines` gives the model each line
-    whole and as it is instead, as it was trained (one caption a line; translate.py's
-    --whole-lines).
+    sentence in one case alone is recased (where the source model does not fold case itself), its
+    longer numbers are copied as written, a sentence with nothing to translate is its own
+    translation, and a translation that loops where its sentence does not is searched again
+    without the loop; `whole_lines` gives the model each line whole and as it is instead, as it
+    was trained (one caption a line; translate.py's --whole-lines).
     The translator leaves this process's torch threads as they were; its worker processes end
     with its `close()` or `with` block (or when it is garbage-collected). `search`:
     SearchConfig's settings."""

@@ -4,10 +4,12 @@ its training text writes it.
 A model that learnt from captions in sentence case reads "EIN MANN FÄHRT FAHRRAD." as about four
 times the pieces of "Ein Mann fährt Fahrrad." (the vocabulary has next to no pieces in capitals)
 and turns it into loops; "ein mann fährt fahrrad" loses what German's capitalised nouns tell it.
-The recipe now trains a tenth of its sources in capitals, with a vocabulary that has pieces in
-capitals: its model reads them, but still a few BLEU short of the same sentence recased
-(docs/recipe_search.md, "The hour of capitals in the source alone").
-So such a sentence is recased before it is translated: each word in the form the training
+A run that reads its source as it is (data.tokenizer.fold_source_case=false) trained a tenth of
+its sources in capitals, with a vocabulary that has pieces in capitals: its model reads them, but
+still a few BLEU short of the same sentence recased (docs/recipe_search.md, "The hour of capitals
+in the source alone"). So for such a model a sentence is recased before it is translated (the
+recipe's source model folds every case itself, and is given the sentence as typed:
+inference/contract.py): each word in the form the training
 source writes it most often (data/word_forms.py: "Hund", "rennt", "USA"; every checkpoint and
 export carries them with its tokenizer), and its first letter a capital.
 

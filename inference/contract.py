@@ -2,7 +2,8 @@
 translate.py, the Python API and training use, and the behaviour both engines share, written
 once here: blank in, empty out; sources cut to the model's positions and counted; length-sorted
 batches; one line per translation; and where text comes as people type it, a line of several
-sentences translated sentence by sentence, a sentence in one case alone recased, numbers copied
+sentences translated sentence by sentence, a sentence in one case alone recased (unless the source
+model folds case itself), numbers copied
 as written, a translation that loops searched again without its loop (`LineTranslator`)."""
 
 import threading
@@ -172,7 +173,8 @@ class LineTranslator:
     (`_translate`: best texts; `_search`: n-best pieces, suppressing what it is told): each line
     whole, as the model reads it, or, where `split_lang` names the source language (load_translator
     sets it; training's own translators leave it None), as people type: sentence by sentence
-    (`by_sentence`), a sentence in one case alone recased (inference/casing.py), its longer
+    (`by_sentence`), a sentence in one case alone recased (inference/casing.py; not where the
+    source model folds case itself, and reads the typed sentence as the recased one), its longer
     numbers copied as written (inference/numbers.py; unless the vocabulary writes numbers digit
     by digit, and the model copies them itself), a sentence with nothing to translate given
     back as it is, a translation that loops searched again without its loop

@@ -25,6 +25,7 @@ def leaves(tree: dict, prefix: str = "") -> dict:
     return out
 
 
+# resolved for the default pair (de-en), as a composed run without overrides is
 SCHEMA_DEFAULTS = leaves(OmegaConf.to_container(OmegaConf.structured(RunConfig)))
 
 
@@ -67,6 +68,21 @@ def test_the_default_run_is_the_one_hour_recipe():
     assert (run.train.max_minutes, run.train.precision, run.train.schedule) == (60, "auto", "linear")
     overridden = to_run_config(compose_config("experiment=ci", "train.precision=bf16"))
     assert overridden.train.precision == "bf16" and overridden.model.d_model == 64
+
+
+def test_what_the_recipe_resolves_for_the_languages_follows_the_command_line():
+    """The umlaut spelling (German sources only) and the share of numbers (languages with number
+    words) are resolved for the languages a command gives, not for the default pair: the schema
+    once held them resolved for German to English, and every run spelt umlauts out."""
+    resolved = lambda *overrides: to_run_config(compose_config(*overrides)).data  # noqa: E731
+    assert resolved().tokenizer.spell_source_umlauts and resolved().augment.numbers == 0.5
+    en_de = resolved("data.src_lang=en", "data.tgt_lang=de")
+    assert en_de.tokenizer.spell_source_umlauts is False and en_de.tokenizer.fold_source_case
+    ja_en = resolved("data=files", "data.train=/corpus/train", "data.src_lang=ja", "data.tgt_lang=en")
+    assert ja_en.augment.numbers == 0 and ja_en.tokenizer.spell_source_umlauts is False
+    assert resolved(
+        "data.src_lang=en", "data.tgt_lang=de", "data.tokenizer.spell_source_umlauts=true"
+    ).tokenizer.spell_source_umlauts
 
 
 def test_hydra_settings_live_in_their_group():

@@ -158,6 +158,17 @@ def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path)
     assert_same_training(first_run / "checkpoints" / "step_0000040.pt", tmp_path / "checkpoints" / "step_0000040.pt")
     # the best checkpoint came along, so the run can finish even if nothing new beats it
     assert (tmp_path / "results.json").is_file() and (tmp_path / "checkpoints" / "best.pt").is_file()
+    assert "data.augment" not in (tmp_path / "train.log").read_text()  # the same shares: nothing to say
+
+
+def test_a_run_resumed_with_other_shares_says_so_and_how_to_continue_exactly(first_run, tmp_path):
+    """A resumed run takes this run's data.augment shares (a default changed since, or one given):
+    the log says which differ from the checkpoint's, and the setting that continues exactly."""
+    step_20 = first_run / "checkpoints" / "step_0000020.pt"
+    run_train(tmp_path, *FIRST_RUN, "data.augment.typos=0.3", f"train.resume={step_20}")
+    log = (tmp_path / "train.log").read_text()
+    assert f"data.augment.typos is 0.3 in this run, 0.05 in {step_20}" in log
+    assert "(data.augment.typos=0.05 continues exactly)" in log and "data.augment.fold" not in log
 
 
 def straight_and_resumed(tmp_path, common: list[str]) -> tuple:
@@ -176,6 +187,7 @@ def straight_and_resumed(tmp_path, common: list[str]) -> tuple:
         ["data.subword_sampling=0.5", *PLAIN],
         [
             "data.tokenizer.fold_source_case=false",  # the case changes need a source read as it is
+            "data.tokenizer.spell_source_umlauts=false",
             "data.augment.upper=0.2",
             "data.augment.lower=0.2",
             "data.augment.no_final_punct=0.3",

@@ -16,7 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from data.config import DataConfig
+from data.config import LANGUAGE_RESOLVED, DataConfig
 from model.config import TransformerConfig
 from utils.errors import UserError
 from utils.settings import default_of, override_keys, read_when, refuse_unless, unread_settings
@@ -240,9 +240,19 @@ class RunConfig:
         )
 
 
+def schema() -> DictConfig:
+    """RunConfig's defaults as Hydra composes them, the settings DataConfig resolves for the
+    run's languages left unresolved (None): building the defaults resolves them for the default
+    pair, and a command line's data.src_lang would otherwise find them set for German."""
+    node = OmegaConf.structured(RunConfig)
+    for name in LANGUAGE_RESOLVED:
+        OmegaConf.update(node, f"data.{name}", None)
+    return node
+
+
 def register_configs() -> None:
     """Make the schema available to conf/config.yaml as `run_schema`."""
-    ConfigStore.instance().store(name="run_schema", node=RunConfig)
+    ConfigStore.instance().store(name="run_schema", node=schema())
 
 
 def compose_config(*overrides: str, return_hydra_config: bool = False) -> DictConfig:

@@ -120,6 +120,19 @@ def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tok
         )
 
 
+def say_changed_shares(checkpoint: dict, path: Path, run: RunConfig) -> None:
+    """Log each data.augment share that differs from the checkpoint's (a resumed run takes this
+    run's settings: one given, or a default changed since): from here it trains on other pairs."""
+    saved = saved_settings(checkpoint.get("meta", {}), "data").get("augment", {})
+    for name, value in dataclasses.asdict(run.data.augment).items():
+        if name in saved and saved[name] != value:
+            log.warning(
+                "data.augment.%s is %s in this run, %s in %s: the pairs vary as this run says from here "
+                "(data.augment.%s=%s continues exactly)",
+                *(name, value, saved[name], path, name, saved[name]),
+            )
+
+
 def resume(
     state: TrainState, path: Path, run: RunConfig, tokenizer: Tokenizer, run_dir: Path, ddp: Distributed
 ) -> None:
@@ -132,6 +145,7 @@ def resume(
             "train.init_from starts a new run from its weights"
         )
     check_same_data(checkpoint, path, run, tokenizer)
+    say_changed_shares(checkpoint, path, run)
     if checkpoint["model_config"] != state.model.cfg.to_dict():
         raise UserError(f"{path} was trained with a different model config; resume with the same settings")
     saved_state, saved = checkpoint["train_state"], saved_settings(checkpoint["meta"], "train")

@@ -129,7 +129,12 @@ def say_changed_shares(checkpoint: dict, path: Path, run: RunConfig) -> None:
             log.warning(
                 "data.augment.%s is %s in this run, %s in %s: the pairs vary as this run says from here "
                 "(data.augment.%s=%s continues exactly)",
-                *(name, value, saved[name], path, name, saved[name]),
+                name,
+                value,
+                saved[name],
+                path,
+                name,
+                saved[name],
             )
 
 

@@ -25,6 +25,9 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
 - `copy_through`: something a translator copies as it is (a URL, an e-mail address, an @handle,
   an emoji, a file name, a word in another script, a number) put at the start or the end of both
   sides (OpusTrainer's Noise, inside the sentence);
+- `copy_inside`: the same put inside both sentences, between two words of each where the word
+  links let both take it and stay each other's translation (data/fragments.py's `split_points`;
+  OpusTrainer's Tags modifier inserts its random strings by the alignments likewise);
 - `typos`: typing errors in the source alone (letters swapped, dropped, doubled, a neighbouring
   key), in a tenth of its words and one at least (OpusTrainer's Typos);
 - `fold`: the source typed without its accented letters (ä -> ae or a, ß -> ss), half the pairs
@@ -32,7 +35,9 @@ measures what that costs). The modifiers, each with the share of pairs it takes:
 
 The case modifiers exclude each other (a pair gets at most one); they and `no_final_punct` vary
 the fragments too, and so do the four after them, each after the case (numbers, typos, folding,
-then the copy-through items, which neither a typo nor a fold may change).
+then the copy-through items, which neither a typo nor a fold may change: an item inside a pair
+is given its room before the merges, as a private-use character that no modifier changes, and
+filled last).
 Why not OpusTrainer's own
 classes: they draw from Python's global `random` (not reproducible per epoch, so a resumed run
 would see other pairs, and every rank would need the same global state), rejoin words with
@@ -51,11 +56,14 @@ from datasets import Dataset
 
 from data.columns import column_lines
 from data.config import AugmentConfig
-from data.fragments import Pair, pair_fragments
+from data.fragments import Pair, aligned_links, pair_fragments, split_points
 from data.noise import FOLDS, TYPO_WORDS, copy_item, folded, inserted, number, with_number, with_typos
 from data.tokenizer import Tokenizer
 
 FINAL_PUNCTUATION = re.compile(r"\s*[.!?]+\s*$")
+# Where an item to copy goes inside a pair, on both sides, until it is filled in last: a character
+# of Unicode's private use area, which no text holds and no case change, typo or fold touches.
+ROOM = "\ue000"
 
 
 def title_case(text: str) -> str:
@@ -87,13 +95,37 @@ def drawn_fragments(fragments: list[list[Pair]], share: float, rng: np.random.Ge
     return [found[int(w * len(found))] for found, take, w in zip(fragments, takes, which) if take and found]
 
 
+def with_room(
+    pairs: list[Pair], points: list[list[tuple[int, int]]], share: float, rng: np.random.Generator
+) -> list[Pair]:
+    """A `share` of the pairs with ROOM, a word of its own on each side, at one of their split
+    points (`points[i]`: pair i's (source, target) offsets; a pair with none stays as it is)."""
+    out = list(pairs)
+    for i in np.flatnonzero(rng.random(len(out)) < share):
+        if points[i]:
+            at_src, at_tgt = points[i][int(rng.integers(len(points[i])))]
+            src, tgt = out[i]
+            out[i] = (f"{src[:at_src]} {ROOM}{src[at_src:]}", f"{tgt[:at_tgt]} {ROOM}{tgt[at_tgt:]}")
+    return out
+
+
+def filled(pair: Pair, rng: np.random.Generator) -> Pair:
+    """Each ROOM of the pair filled with an item to copy, the same on both sides, in order (a
+    merged pair may hold several)."""
+    src, tgt = pair
+    while ROOM in src:
+        item = copy_item(rng)
+        src, tgt = src.replace(ROOM, item, 1), tgt.replace(ROOM, item, 1)
+    return src, tgt
+
+
 def typed(
     pairs: list[Pair], modifiers: AugmentConfig, rng: np.random.Generator, languages: tuple[str, str]
 ) -> list[Pair]:
     """The pairs with numbers, typos, folding and copy-through items, each on its share of them,
     in that order (an item to copy comes last: a typo or a fold would change it on one side
-    alone); each drawn only where its share is above 0, so that the draws before are the same
-    without them."""
+    alone), and the room made inside pairs filled; each drawn only where its share is above 0, so
+    that the draws before are the same without them."""
     out = list(pairs)
     if modifiers.numbers:  # None (not resolved by DataConfig) or 0: off
         for i in np.flatnonzero(rng.random(len(out)) < modifiers.numbers):
@@ -108,6 +140,8 @@ def typed(
         for i in np.flatnonzero(rng.random(len(out)) < modifiers.copy_through):
             item, at_start = copy_item(rng), bool(rng.random() < 0.5)
             out[i] = (inserted(out[i][0], item, at_start), inserted(out[i][1], item, at_start))
+    if modifiers.copy_inside > 0:
+        out = [filled(pair, rng) if ROOM in pair[0] else pair for pair in out]
     return out
 
 
@@ -117,11 +151,15 @@ def varied(
     rng: np.random.Generator,
     fragments: list[list[Pair]] | None = None,
     languages: tuple[str, str] = ("de", "en"),
+    inside: list[list[tuple[int, int]]] | None = None,
 ) -> list[Pair]:
-    """The pairs with the modifiers applied: merges first, then the fragments (`fragments[i]` are
+    """The pairs with the modifiers applied: room for an item inside a share of them at one of
+    their split points (`inside[i]` are pair i's), merges, then the fragments (`fragments[i]` are
     pair i's) added after them, then case and final punctuation over all, then what `typed`
     adds. `languages` (source, target) name the number words."""
     extra = drawn_fragments(fragments, modifiers.fragment, rng) if modifiers.fragment > 0 and fragments else []
+    if modifiers.copy_inside > 0 and inside:
+        pairs = with_room(pairs, inside, modifiers.copy_inside, rng)
     if modifiers.merge > 0:
         pairs = merged(pairs, modifiers.merge, modifiers.merge_max, rng)
     pairs = pairs + extra
@@ -159,13 +197,24 @@ class AugmentedPairs:
     ) -> None:
         self.tokenizer, self.modifiers, self.languages = tokenizer, modifiers, languages
         self.pairs = list(zip(column_lines(train_text, "src"), column_lines(train_text, "tgt")))
-        # aligned once and cached under cache_dir: every epoch draws from the same fragments
-        self.fragments = pair_fragments(self.pairs, cache_dir) if modifiers.fragment > 0 else None
+        # aligned once and cached under cache_dir: every epoch draws from the same fragments and points
+        links = aligned_links(self.pairs, cache_dir) if modifiers.fragment > 0 or modifiers.copy_inside > 0 else []
+        self.fragments = pair_fragments(self.pairs, links) if modifiers.fragment > 0 else None
+        self.inside = (
+            [split_points(src, tgt, pair_links) for (src, tgt), pair_links in zip(self.pairs, links)]
+            if modifiers.copy_inside > 0
+            else None
+        )
 
     def epoch(self, epoch: int, seed: int) -> Dataset:
         """Columns src_ids and tgt_ids, like the tokenized split; the same for the same (seed, epoch)."""
         pairs = varied(
-            self.pairs, self.modifiers, np.random.default_rng([seed, epoch, 1]), self.fragments, self.languages
+            self.pairs,
+            self.modifiers,
+            np.random.default_rng([seed, epoch, 1]),
+            self.fragments,
+            self.languages,
+            self.inside,
         )
         return Dataset.from_dict(
             {

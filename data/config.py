@@ -76,6 +76,7 @@ SHARES = (
     "fragment",
     "numbers",
     "copy_through",
+    "copy_inside",
     "typos",
     "fold",
 )
@@ -113,6 +114,9 @@ class AugmentConfig:
     # a corpus in other languages trains the rest of the recipe (DataConfig resolves it)
     numbers: float | None = None
     copy_through: float = 0.0  # a URL, address, emoji, other script or number put on both sides
+    # the same put inside both sentences, where the word links let each take a word of its own
+    # between two of theirs (data/fragments.py's split_points): where people put it, mid-sentence
+    copy_inside: float = 0.0
     typos: float = 0.05  # the source with typing errors
     # the source without its accented letters (ä -> ae or a, ß -> ss); the "ae" and "ss" half reads
     # as the sentence written where TokenizerConfig.spell_source_umlauts spells them out already

@@ -110,6 +110,35 @@ def fragments(source: str, target: str, links: Links) -> list[Pair]:
     return out
 
 
+def split_points(source: str, target: str, links: Links) -> list[tuple[int, int]]:
+    """Where both sentences may take a word of their own inside them and stay each other's
+    translation: (source offset, target offset) of a space between two words on each side such
+    that every link joins two words before both spaces or two words after both (the cut is
+    consistent with the links, as a phrase pair's box is). The offset is where the space begins
+    ("Ein Hund| rennt" / "A dog| runs"); a cut between a word and its punctuation, or inside
+    "T-Shirt", is no space and not offered; nor are the sentences' two ends. In source order;
+    none where the links reach past the words."""
+    src_words, tgt_words = words(source), words(target)
+    if any(s >= len(src_words) or t >= len(tgt_words) for s, t in links):
+        return []  # the aligner's words were not ours
+
+    def spaces(text: str, found: list[re.Match]) -> list[bool]:  # [k]: a space between word k and k + 1
+        return [text[a.end() : b.start()].isspace() for a, b in zip(found, found[1:])]
+
+    src_space, tgt_space = spaces(source, src_words), spaces(target, tgt_words)
+    points = []
+    for i, spaced in enumerate(src_space):
+        if not spaced:
+            continue
+        before = [t for s, t in links if s <= i]  # target words linked to source words 0..i
+        after = [t for s, t in links if s > i]
+        # a target cut after word j keeps `before` at or left of j and `after` right of it
+        for j in range(max(before, default=0), min(after, default=len(tgt_words))):
+            if j < len(tgt_space) and tgt_space[j]:
+                points.append((src_words[i].end(), tgt_words[j].end()))
+    return points
+
+
 def _whole(text: str, start: int, end: int) -> bool:
     """Whether text[start:end] begins and ends on a word's edge ("s" of "Harrod's" does not)."""
     return (start == 0 or text[start - 1].isspace()) and (
@@ -152,9 +181,9 @@ def aligned_links(pairs: Sequence[Pair], cache_dir: Path) -> list[Links]:
     return [symmetrized(*(parse_links(side) for side in line.split("\t"))) for line in lines]
 
 
-def pair_fragments(pairs: Sequence[Pair], cache_dir: Path) -> list[list[Pair]]:
-    """Every training pair's aligned fragments, in the pairs' order (a list, maybe empty, a pair)."""
-    links = aligned_links(pairs, cache_dir)
+def pair_fragments(pairs: Sequence[Pair], links: Sequence[Links]) -> list[list[Pair]]:
+    """Every training pair's aligned fragments, in the pairs' order (a list, maybe empty, a pair),
+    from its links (`aligned_links`)."""
     found = [fragments(source, target, pair_links) for (source, target), pair_links in zip(pairs, links)]
     log.info("%d aligned fragments from %d pairs", sum(map(len, found)), len(pairs))
     return found

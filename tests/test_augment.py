@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from datasets import Dataset
 
-from data.augment import AugmentedPairs, title_case, varied, without_final_punctuation
+from data.augment import ROOM, AugmentedPairs, title_case, varied, without_final_punctuation
 from data.config import SHARES, AugmentConfig
+from data.fragments import split_points
 from helpers import toy_sentences
 
 PAIRS = list(zip(toy_sentences("train"), toy_sentences("train", "en")))
@@ -106,6 +107,22 @@ def test_each_epoch_is_drawn_from_the_seed_and_epoch_alone(toy, tmp_path):
     text = varied(pairs.pairs, modifiers, np.random.default_rng([1234, 3, 1]))
     assert first["tgt_ids"] == toy.tokenizer.encode_tgt([t for _, t in text])
     assert len(first) < len(toy.text["train"])  # merges: fewer, longer lines
+
+
+def test_a_run_places_its_items_inside_by_its_own_alignments(toy, tmp_path):
+    """AugmentedPairs aligns the training pairs (eflomal, cached) and offers each pair's split
+    points to every epoch, which is the same for the same (seed, epoch)."""
+    pytest.importorskip("eflomal", reason="eflomal (requirements.txt) is not installed")
+    modifiers = only(copy_inside=0.5)
+    pairs = AugmentedPairs(toy.tokenizer, toy.text["train"], modifiers, tmp_path, ("de", "en"))
+    assert pairs.inside is not None and len(pairs.inside) == len(pairs.pairs)
+    assert sum(map(bool, pairs.inside)) > 0.5 * len(pairs.pairs)  # most captions have room inside
+    text = varied(pairs.pairs, modifiers, np.random.default_rng([1234, 3, 1]), inside=pairs.inside)
+    assert pairs.epoch(3, 1234)["src_ids"] == toy.tokenizer.encode_src([s for s, _ in text])
+    changed = [(s, before) for (s, _), (before, _) in zip(text, pairs.pairs) if s != before]
+    assert 0.3 < len(changed) / len(text) < 0.6
+    # inside: the first and the last word are those of the caption
+    assert all(s.split()[0] == before.split()[0] and s.split()[-1] == before.split()[-1] for s, before in changed)
 
 
 def test_fragments_are_added_after_the_pairs_from_their_own_pairs():
@@ -221,3 +238,36 @@ def test_the_case_shares_together_are_refused_above_one():
     assert AugmentConfig(lower=0.5, upper_source=0.2, lower_source=0.3).lower_source == 0.3
     # shares that add up to 1 but not in floats (1.0000000000000002) are taken
     assert AugmentConfig(title=0.2, lower=0.4, upper_source=0.3, lower_source=0.1).lower_source == 0.1
+
+
+def test_items_inside_go_between_the_aligned_words_of_both_sides_untouched_by_the_other_modifiers():
+    pairs = [("Ein Hund rennt über die Wiese.", "A dog runs across the meadow."), ("Hallo.", "Hello.")] * 50
+    links = [{(i, i) for i in range(7)}, {(0, 0), (1, 1)}] * 50
+    points = [split_points(s, t, pair_links) for (s, t), pair_links in zip(pairs, links)]
+    out = varied(pairs, only(copy_inside=1.0), np.random.default_rng(3), inside=points)
+    for (src, tgt), (s, t), at in zip(out, pairs, points):
+        if not at:  # no room between two words: as it was
+            assert (src, tgt) == (s, t)
+            continue
+        width = len(src) - len(s) - 1  # the item and its one space
+        placed = [(a, b) for a, b in at if src == s[:a] + " " + src[a + 1 : a + 1 + width] + s[a:]]
+        assert placed, src
+        a, b = placed[0]
+        item = src[a + 1 : a + 1 + width]
+        assert tgt == t[:b] + " " + item + t[b:] and item.strip() == item and item
+    assert len({src for src, _ in out}) > 20  # items drawn anew, at every point
+    # with typos, folding, capitals and merges on, every item still comes out the same on both sides
+    shares = only(copy_inside=0.5, typos=1.0, fold=1.0, upper=0.3, merge=0.3)
+    rich = varied(pairs, shares, np.random.default_rng(4), inside=points)
+    assert rich == varied(pairs, shares, np.random.default_rng(4), inside=points)  # seeded
+    assert not any(ROOM in s or ROOM in t for s, t in rich)
+    kept = 0
+    for src, tgt in rich:
+        extra = [w for w in src.split() if not w.rstrip(".").isalpha()]  # the items: no word of letters alone
+        kept += bool(extra)
+        assert all(w in tgt.split() or w + "." in tgt.split() or w.rstrip(".") in tgt for w in extra), (src, tgt)
+    assert kept > 10
+    # off, the draws are those of a run without it
+    assert varied(pairs, only(typos=0.5), np.random.default_rng(5), inside=points) == varied(
+        pairs, only(typos=0.5), np.random.default_rng(5)
+    )

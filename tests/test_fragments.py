@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 import data.fragments
-from data.fragments import fragments, pair_fragments, phrase_pairs, symmetrized
+from data.fragments import aligned_links, fragments, pair_fragments, phrase_pairs, split_points, symmetrized
 from helpers import toy_sentences
 
 PAIRS = list(zip(toy_sentences("train"), toy_sentences("train", "en")))
@@ -52,13 +52,40 @@ def test_fragments_are_cut_as_written_without_edges_of_punctuation_or_the_whole_
     assert ("s", "s") not in inside and ("Kunden", "shoppers") in inside
 
 
+def test_split_points_cut_both_sentences_only_where_no_link_crosses_the_cut():
+    source, target = "Ein Mann hat einen Hund gesehen.", "A man has seen a dog."
+    # "gesehen" (5) goes to "seen" (3): the verb moves, so no cut falls inside "einen Hund gesehen"
+    links = {(0, 0), (1, 1), (2, 2), (3, 4), (4, 5), (5, 3), (6, 6)}
+    cuts = [
+        (source[:a] + " |" + source[a:], target[:b] + " |" + target[b:]) for a, b in split_points(source, target, links)
+    ]
+    assert cuts == [
+        ("Ein | Mann hat einen Hund gesehen.", "A | man has seen a dog."),
+        ("Ein Mann | hat einen Hund gesehen.", "A man | has seen a dog."),
+        ("Ein Mann hat | einen Hund gesehen.", "A man has | seen a dog."),
+    ]
+    # no cut inside "T-Shirt", and "schlafen" (4) links to the first target word: nothing before
+    # it can be cut off; links past the words (another tokenization's): no points
+    shirt_links = {(0, 1), (1, 3), (2, 4), (3, 5), (4, 0), (5, 6)}
+    assert split_points("Im T-Shirt schlafen.", "Sleeping in the T-shirt.", shirt_links) == []
+    assert split_points("Ein Hund rennt", "A dog runs", {(0, 0), (1, 1), (2, 2), (3, 3)}) == []
+    # an unlinked target word ("the") may fall on either side of the cut
+    points = split_points("Hunde am Strand", "Dogs on the beach", {(0, 0), (1, 1), (2, 3)})
+    assert [("Hunde am Strand"[:a], "Dogs on the beach"[:b]) for a, b in points] == [
+        ("Hunde", "Dogs"),
+        ("Hunde am", "Dogs on"),
+        ("Hunde am", "Dogs on the"),
+    ]
+    assert split_points("Ein Hund.", "A dog.", {(0, 0), (1, 1), (2, 2), (3, 3)}) == []
+
+
 def test_alignment_runs_once_per_text_and_every_later_call_reads_the_same_links(tmp_path, monkeypatch):
     pytest.importorskip("eflomal", reason="eflomal (requirements.txt) is not installed")
     calls = []
     align = data.fragments._align
     monkeypatch.setattr(data.fragments, "_align", lambda pairs, folder: calls.append(1) or align(pairs, folder))
-    first = pair_fragments(PAIRS, tmp_path)
-    again = pair_fragments(PAIRS, tmp_path)
+    first = pair_fragments(PAIRS, aligned_links(PAIRS, tmp_path))
+    again = pair_fragments(PAIRS, aligned_links(PAIRS, tmp_path))
     assert calls == [1] and first == again  # eflomal samples from /dev/urandom: the cache is what repeats
     assert len(first) == len(PAIRS)
     assert all(src in s and tgt in t for (s, t), found in zip(PAIRS, first) for src, tgt in found)

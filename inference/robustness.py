@@ -1,8 +1,8 @@
 """How a translator fares on what people type rather than on benchmark captions: the same
 sentences lower-cased, upper-cased, with typing errors, typed without accented letters (ä as ae,
-or as a), with something to copy through (a URL, an address, an emoji, a word in another script),
-without their final punctuation, three to a line, each word alone, and with a number as people
-write it in place of a number word (data/noise.py draws the changes, seeded).
+or as a), with something to copy through (a URL, an address, an emoji, a word in another script)
+at an end or inside, without their final punctuation, three to a line, each word alone, and with
+a number as people write it in place of a number word (data/noise.py draws the changes, seeded).
 bench/robustness.py runs it on a split; training logs it at the end of a run.
 
 Each variant is scored with lowercased sacreBLEU (so that a change of case alone costs nothing)
@@ -100,6 +100,28 @@ def with_copy_items(sources: Sequence[str], references: Sequence[str]) -> tuple[
     )
 
 
+def with_copy_items_inside(sources: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Each source with one thing to copy through (the kinds of `with_copy_items`) between two of
+    its words, at a place drawn at random, seeded: (sources, items). The reference is not changed:
+    where the item would go in it is the translation's business (`without_item`)."""
+    rng = np.random.default_rng(3)
+    kinds = [kind for kind in COPY_KINDS if kind != "number"]
+    inputs, items = [], []
+    for source in sources:
+        item, words = copy_item(rng, kinds[int(rng.integers(len(kinds)))]), source.split()
+        at = int(rng.integers(1, len(words))) if len(words) > 1 else len(words)  # after word `at`
+        inputs.append(" ".join(words[:at] + [item] + words[at:]))
+        items.append(item)
+    return inputs, items
+
+
+def without_item(item: str, output: str) -> str:
+    """`output` with `item` taken out where it holds it exactly (`copied_through`), its spacing
+    mended: what the rest of the translation says, to score against a reference without it."""
+    rest = re.sub(rf"(?<!\S){re.escape(item)}(?=[.,;:!?)]*(?:\s|$))", "", output, count=1)
+    return " ".join(rest.split()).replace(" .", ".").replace(" ,", ",")
+
+
 def robustness(
     translate: Translate, sources: list[str], references: list[str], languages: tuple[str, str]
 ) -> dict[str, dict[str, float]]:
@@ -132,6 +154,14 @@ def robustness(
     inputs, refs, items = with_copy_items(sources, references)
     outputs = translate(inputs)
     results["copy-through"] = {**scored(inputs, outputs, refs), "copied": sum(map(copied_through, items, outputs))}
+    inputs, items = with_copy_items_inside(sources)
+    outputs = translate(inputs)
+    results["copy-through inside"] = {
+        **scored(inputs, outputs, references),
+        # the translations with their item taken out where copied: what the rest of each kept
+        "bleu": round(bleu(list(map(without_item, items, outputs)), references), 2),
+        "copied": sum(map(copied_through, items, outputs)),
+    }
     inputs = [without_final_punctuation(s) for s in sources]
     stripped_refs = [without_final_punctuation(r) for r in references]  # what was typed had none: nor has the reference
     results["no final punctuation"] = {

@@ -80,6 +80,7 @@ def test_robustness_is_the_benchmarks_on_the_best_weights_and_is_logged(toy_run)
         "without its letters (ae)",
         "without its letters (a)",
         "copy-through",
+        "copy-through inside",
         "no final punctuation",
         "paragraphs of 3",
         "single words",

@@ -5,7 +5,17 @@ import os
 import re
 
 from helpers import TOY_CORPUS, run_script, toy_sentences
-from inference.robustness import copied, copied_through, loops, numbered, paragraphs, robustness, single_words
+from inference.robustness import (
+    copied,
+    copied_through,
+    loops,
+    numbered,
+    paragraphs,
+    robustness,
+    single_words,
+    with_copy_items_inside,
+    without_item,
+)
 
 
 def test_a_loop_counts_only_where_its_input_had_none():
@@ -39,6 +49,8 @@ def test_every_variant_is_scored_and_counted():
     folded = [results[f"without its letters ({style})"]["bleu"] for style in ("ae", "a")]
     assert all(60.0 < bleu < 100.0 for bleu in folded)  # only the words with ä ö ü ß differ
     assert results["copy-through"] == {"bleu": 100.0, "loops": 0, "invented_digits": 0, "lines": 30, "copied": 30}
+    # inside: the item taken out of what came back, the rest is the reference
+    assert results["copy-through inside"] == results["copy-through"]
     paragraph = results["paragraphs of 3"]
     assert paragraph["lines"] == 10 and paragraph["bleu"] == paragraph["bleu_sentence_by_sentence"] == 100.0
     assert paragraph["length_ratio"] == 1.0
@@ -53,6 +65,20 @@ def test_every_variant_is_scored_and_counted():
         "copied": with_numbers,
         "alone_copied": with_numbers,
     }
+
+
+def test_items_inside_go_between_words_and_come_out_of_the_translation_for_its_score():
+    sources = ["Ein Hund rennt über die Wiese.", "Hund", "Zwei Katzen schlafen."] * 10
+    inputs, items = with_copy_items_inside(sources)
+    assert (inputs, items) == with_copy_items_inside(sources)  # seeded
+    for source, line, item in zip(sources, inputs, items):
+        words = line.split()
+        assert words.count(item) == 1 and [w for w in words if w != item] == source.split()
+        assert len(source.split()) == 1 or words[0] != item and words[-1] != item  # inside, where it can be
+    assert len({line.split().index(item) for line, item in zip(inputs[::3], items[::3])}) > 2  # at several places
+    assert without_item("x@y.de", "A dog x@y.de runs.") == "A dog runs."
+    assert without_item("x@y.de", "A dog runs x@y.de.") == "A dog runs."
+    assert without_item("x@y.de", "A dog runs xx@y.de.") == "A dog runs xx@y.de."  # not copied: as it came
 
 
 def test_a_translator_that_makes_up_digits_is_counted():

@@ -62,7 +62,8 @@ from data.tokenizer import Tokenizer
 
 FINAL_PUNCTUATION = re.compile(r"\s*[.!?]+\s*$")
 # Where an item to copy goes inside a pair, on both sides, until it is filled in last: a character
-# of Unicode's private use area, which no text holds and no case change, typo or fold touches.
+# of Unicode's private use area, which no case change, typo or fold touches. Captions hold none; a
+# corpus pair that does is given no room (AugmentedPairs).
 ROOM = "\ue000"
 
 
@@ -99,11 +100,16 @@ def with_room(
     pairs: list[Pair], points: list[list[tuple[int, int]]], share: float, rng: np.random.Generator
 ) -> list[Pair]:
     """A `share` of the pairs with ROOM, a word of its own on each side, at one of their split
-    points (`points[i]`: pair i's (source, target) offsets; a pair with none stays as it is)."""
+    points (`points[i]`: pair i's (source, target) offsets; a pair with none stays as it is): a
+    place in the source drawn first, each alike, then one of the target's places that go with it
+    (an unlinked target word, "the", may fall on either side)."""
     out = list(pairs)
     for i in np.flatnonzero(rng.random(len(out)) < share):
         if points[i]:
-            at_src, at_tgt = points[i][int(rng.integers(len(points[i])))]
+            sources = sorted({at_src for at_src, _ in points[i]})
+            at_src = sources[int(rng.integers(len(sources)))]
+            targets = [at_tgt for s, at_tgt in points[i] if s == at_src]
+            at_tgt = targets[int(rng.integers(len(targets)))]
             src, tgt = out[i]
             out[i] = (f"{src[:at_src]} {ROOM}{src[at_src:]}", f"{tgt[:at_tgt]} {ROOM}{tgt[at_tgt:]}")
     return out
@@ -113,7 +119,7 @@ def filled(pair: Pair, rng: np.random.Generator) -> Pair:
     """Each ROOM of the pair filled with an item to copy, the same on both sides, in order (a
     merged pair may hold several)."""
     src, tgt = pair
-    while ROOM in src:
+    while ROOM in src and ROOM in tgt:
         item = copy_item(rng)
         src, tgt = src.replace(ROOM, item, 1), tgt.replace(ROOM, item, 1)
     return src, tgt
@@ -201,7 +207,10 @@ class AugmentedPairs:
         links = aligned_links(self.pairs, cache_dir) if modifiers.fragment > 0 or modifiers.copy_inside > 0 else []
         self.fragments = pair_fragments(self.pairs, links) if modifiers.fragment > 0 else None
         self.inside = (
-            [split_points(src, tgt, pair_links) for (src, tgt), pair_links in zip(self.pairs, links)]
+            [
+                [] if ROOM in src + tgt else split_points(src, tgt, pair_links)
+                for (src, tgt), pair_links in zip(self.pairs, links)
+            ]
             if modifiers.copy_inside > 0
             else None
         )

@@ -117,10 +117,10 @@ def split_points(source: str, target: str, links: Links) -> list[tuple[int, int]
     consistent with the links, as a phrase pair's box is). The offset is where the space begins
     ("Ein Hund| rennt" / "A dog| runs"); a cut between a word and its punctuation, or inside
     "T-Shirt", is no space and not offered; nor are the sentences' two ends. In source order;
-    none where the links reach past the words."""
+    none without links or where they reach past the words."""
     src_words, tgt_words = words(source), words(target)
-    if any(s >= len(src_words) or t >= len(tgt_words) for s, t in links):
-        return []  # the aligner's words were not ours
+    if not links or any(s >= len(src_words) or t >= len(tgt_words) for s, t in links):
+        return []  # nothing aligned (every cut would pass), or the aligner's words were not ours
 
     def spaces(text: str, found: list[re.Match]) -> list[bool]:  # [k]: a space between word k and k + 1
         return [text[a.end() : b.start()].isspace() for a, b in zip(found, found[1:])]

@@ -73,10 +73,15 @@ def copied(written: str, output: str) -> bool:
     return re.search(rf"(?<![\d.,:]){re.escape(written)}(?![\d,:]|\.\d)", output) is not None
 
 
+def _as_a_word(item: str) -> re.Pattern:
+    """`item` exactly, as a word of its own: not inside a longer one ("@abc" in "@abcd");
+    punctuation may follow it."""
+    return re.compile(rf"(?<!\S){re.escape(item)}(?=[.,;:!?)]*(?:\s|$))")
+
+
 def copied_through(item: str, output: str) -> bool:
-    """Whether `output` holds `item` exactly, as a word of its own: not inside a longer one ("@abc"
-    in "@abcd"); punctuation may follow it."""
-    return re.search(rf"(?<!\S){re.escape(item)}(?=[.,;:!?)]*(?:\s|$))", output) is not None
+    """Whether `output` holds `item` exactly, as a word of its own (`_as_a_word`)."""
+    return _as_a_word(item).search(output) is not None
 
 
 def invented_digits(inputs: Sequence[str], outputs: Sequence[str]) -> int:
@@ -102,8 +107,9 @@ def with_copy_items(sources: Sequence[str], references: Sequence[str]) -> tuple[
 
 def with_copy_items_inside(sources: Sequence[str]) -> tuple[list[str], list[str]]:
     """Each source with one thing to copy through (the kinds of `with_copy_items`) between two of
-    its words, at a place drawn at random, seeded: (sources, items). The reference is not changed:
-    where the item would go in it is the translation's business (`without_item`)."""
+    its words, at a place drawn at random (a line of one word: after it), its words joined by
+    single spaces, seeded: (sources, items). The reference is not changed: where the item would go
+    in it is the translation's business (`without_item`)."""
     rng = np.random.default_rng(3)
     kinds = [kind for kind in COPY_KINDS if kind != "number"]
     inputs, items = [], []
@@ -116,16 +122,25 @@ def with_copy_items_inside(sources: Sequence[str]) -> tuple[list[str], list[str]
 
 
 def without_item(item: str, output: str) -> str:
-    """`output` with `item` taken out where it holds it exactly (`copied_through`), its spacing
-    mended: what the rest of the translation says, to score against a reference without it."""
-    rest = re.sub(rf"(?<!\S){re.escape(item)}(?=[.,;:!?)]*(?:\s|$))", "", output, count=1)
-    return " ".join(rest.split()).replace(" .", ".").replace(" ,", ",")
+    """`output` with `item` taken out where it holds it exactly (`copied_through`): what the rest
+    of the translation says, to score against a reference without it. The words around it are
+    joined by a space, or none before punctuation ("A dog x@y.de." -> "A dog."); an item that
+    began the output takes its punctuation with it. An output without it comes back as it is."""
+    found = _as_a_word(item).search(output)
+    if found is None:
+        return output
+    before, after = output[: found.start()].rstrip(), output[found.end() :].lstrip()
+    if not before:
+        return after.lstrip(".,;:!?) ")
+    return before + ("" if not after or after[0] in ".,;:!?)" else " ") + after
 
 
 def robustness(
     translate: Translate, sources: list[str], references: list[str], languages: tuple[str, str]
 ) -> dict[str, dict[str, float]]:
-    """Per variant: lowercased BLEU and loops (and without final punctuation the translations as
+    """Per variant: lowercased BLEU and loops (for an item to copy inside a sentence the BLEU of
+    the translations with the item taken out where copied, and for both copy-through variants the
+    items copied; without final punctuation also the translations as
     they are with theirs removed; for paragraphs the sentence-by-sentence translation joined, with
     both length ratios; for single words the outputs over MOST_WORDS words; for numbers the
     outputs that hold theirs, in the sentence and alone). `translate` takes a list of lines and
@@ -157,9 +172,10 @@ def robustness(
     inputs, items = with_copy_items_inside(sources)
     outputs = translate(inputs)
     results["copy-through inside"] = {
-        **scored(inputs, outputs, references),
-        # the translations with their item taken out where copied: what the rest of each kept
-        "bleu": round(bleu(list(map(without_item, items, outputs)), references), 2),
+        # BLEU of the translations with their item taken out where copied: what the rest kept
+        **scored(inputs, list(map(without_item, items, outputs)), references),
+        "loops": loops(inputs, outputs),
+        "invented_digits": invented_digits(inputs, outputs),
         "copied": sum(map(copied_through, items, outputs)),
     }
     inputs = [without_final_punctuation(s) for s in sources]

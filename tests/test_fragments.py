@@ -76,7 +76,9 @@ def test_split_points_cut_both_sentences_only_where_no_link_crosses_the_cut():
         ("Hunde am", "Dogs on"),
         ("Hunde am", "Dogs on the"),
     ]
-    assert split_points("Ein Hund.", "A dog.", {(0, 0), (1, 1), (2, 2), (3, 3)}) == []
+    # no cut at a sentence's ends, nor before its full stop; none without links
+    assert split_points("Ein Hund.", "A dog.", {(0, 0), (1, 1), (2, 2)}) == [(3, 1)]
+    assert split_points("Ein Hund.", "A dog.", set()) == []
 
 
 def test_alignment_runs_once_per_text_and_every_later_call_reads_the_same_links(tmp_path, monkeypatch):

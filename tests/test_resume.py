@@ -4,6 +4,7 @@ command printed, into a new folder, with subword sampling; init_from; what is re
 import shlex
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -169,6 +170,31 @@ def test_a_run_resumed_with_other_shares_says_so_and_how_to_continue_exactly(fir
     log = (tmp_path / "train.log").read_text()
     assert f"data.augment.typos is 0.3 in this run, 0.05 in {step_20}" in log
     assert "(data.augment.typos=0.05 continues exactly)" in log and "data.augment.fold" not in log
+
+
+def test_a_share_added_since_the_checkpoint_was_saved_counts_at_its_default(caplog):
+    """A checkpoint saved before a share existed trained without it: resuming with the share on
+    says so, resuming at its default says nothing."""
+    import logging
+
+    from omegaconf import OmegaConf
+
+    from training.config import compose_config, to_run_config
+    from training.resume import say_changed_shares
+
+    def checkpoint_without(name: str) -> dict:
+        settings = OmegaConf.to_container(OmegaConf.structured(to_run_config(compose_config("experiment=ci"))))
+        del settings["data"]["augment"][name]
+        return {"meta": {"config": OmegaConf.to_yaml(settings)}}
+
+    older = checkpoint_without("copy_inside")
+    with caplog.at_level(logging.WARNING, logger="training.resume"):
+        say_changed_shares(older, Path("old.pt"), to_run_config(compose_config("experiment=ci")))
+        assert caplog.text == ""
+        say_changed_shares(
+            older, Path("old.pt"), to_run_config(compose_config("experiment=ci", "data.augment.copy_inside=0.05"))
+        )
+    assert "data.augment.copy_inside is 0.05 in this run, 0.0 in old.pt" in caplog.text
 
 
 def straight_and_resumed(tmp_path, common: list[str]) -> tuple:

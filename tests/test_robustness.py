@@ -78,7 +78,9 @@ def test_items_inside_go_between_words_and_come_out_of_the_translation_for_its_s
     assert len({line.split().index(item) for line, item in zip(inputs[::3], items[::3])}) > 2  # at several places
     assert without_item("x@y.de", "A dog x@y.de runs.") == "A dog runs."
     assert without_item("x@y.de", "A dog runs x@y.de.") == "A dog runs."
-    assert without_item("x@y.de", "A dog runs xx@y.de.") == "A dog runs xx@y.de."  # not copied: as it came
+    assert without_item("x@y.de", "A dog x@y.de! Runs.") == "A dog! Runs."
+    assert without_item("x@y.de", "x@y.de, a dog runs.") == "a dog runs."
+    assert without_item("x@y.de", "A dog runs xx@y.de .") == "A dog runs xx@y.de ."  # not copied: as it came
 
 
 def test_a_translator_that_makes_up_digits_is_counted():

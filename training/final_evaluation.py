@@ -83,7 +83,8 @@ def robustness_results(
     """The validation set as people type it (inference/robustness.py), each line split into its
     sentences as translate.py splits it; every variant's BLEU and loops logged as
     robustness/VARIANT/bleu, .../loops and .../invented_digits (single words: .../over_4_words too;
-    copy-through: .../copied; numbers: .../copied and .../alone_copied). `languages`: (source, target)."""
+    copy-through and copy-through inside: .../copied; numbers: .../copied and .../alone_copied).
+    `languages`: (source, target)."""
     translator.split_lang = languages[0]
     results = robustness(translator.translate, list(val["src"]), list(val["tgt"]), languages)
     for variant, row in results.items():

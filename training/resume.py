@@ -122,8 +122,11 @@ def check_same_data(checkpoint: dict, path: Path, run: RunConfig, tokenizer: Tok
 
 def say_changed_shares(checkpoint: dict, path: Path, run: RunConfig) -> None:
     """Log each data.augment share that differs from the checkpoint's (a resumed run takes this
-    run's settings: one given, or a default changed since): from here it trains on other pairs."""
+    run's settings: one given, or a default changed since): from here it trains on other pairs. A
+    share the checkpoint does not name was added since it was saved: it trained at its default."""
     saved = saved_settings(checkpoint.get("meta", {}), "data").get("augment", {})
+    added_since = {f.name: f.default for f in dataclasses.fields(run.data.augment) if f.default is not None}
+    saved = {**added_since, **saved}
     for name, value in dataclasses.asdict(run.data.augment).items():
         if name in saved and saved[name] != value:
             log.warning(

@@ -342,6 +342,8 @@ COMMANDS: dict[str, Command] = {
     'data.augment.lower=0 data.augment.upper_source=0 hydra.run.dir=runs/steps_fold"': Command(short=SHORT),
     'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null seed=2 '
     'hydra.run.dir=runs/steps_typed_light_s2"': Command(short=SHORT),
+    'make train ARGS="model=small train.threads=1 train.max_steps=5354 train.max_minutes=null experiment=typed '
+    'hydra.run.dir=runs/steps_typed_fold"': Command(short=SHORT),
     ".venv/bin/python bench/robustness.py -c runs/RUN": Command(
         short="--sentences 12", needs=RUN_NEEDS, check="single words"
     ),

@@ -147,7 +147,7 @@ def typed(
             item, at_start = copy_item(rng), bool(rng.random() < 0.5)
             out[i] = (inserted(out[i][0], item, at_start), inserted(out[i][1], item, at_start))
     if modifiers.copy_inside > 0:
-        out = [filled(pair, rng) if ROOM in pair[0] else pair for pair in out]
+        out = [filled(pair, rng) for pair in out]  # a pair without room draws nothing
     return out
 
 

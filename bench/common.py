@@ -13,7 +13,7 @@ import torch
 
 from data import load_multi30k
 from inference.checkpoint import load_for_inference
-from utils.device import cpu_description
+from utils.device import cpu_description, cpuinfo
 from utils.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,11 +64,7 @@ def checkpoint_and_split(checkpoint: str, split: str, sentences: int | None = No
 
 def cpu_model() -> str:
     """The CPU's model name (Linux: /proc/cpuinfo), e.g. 'AMD EPYC'."""
-    cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    return cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def measured_commit(root: Path = ROOT) -> str:

@@ -10,6 +10,7 @@ from inference import load_translator
 from inference.checkpoint import load_for_inference
 from inference.search_config import SearchConfig
 from inference.translator import Translator
+from inference.weight_layout import PackedLinear
 from model.search import beam_search, greedy_search
 
 
@@ -56,15 +57,27 @@ def test_cached_decoding_gives_the_same_output_as_uncached(trained, test_sources
     assert [[h.tokens for h in hyps] for hyps in cached] == [[h.tokens for h in hyps] for hyps in uncached]
 
 
-def test_weights_laid_out_for_decoding_translate_alike(ci_run, trained, test_sources):
-    """load_translator stores each linear layer's weight transposed in memory on the CPU
-    (inference/weight_layout.py): the same parameters, the embedding still tied, and the same
-    hypotheses and scores as the model loaded as it was saved."""
+@pytest.mark.parametrize("vendor", ["GenuineIntel", "AuthenticAMD"])
+def test_weights_laid_out_for_decoding_translate_alike(ci_run, trained, test_sources, monkeypatch, vendor):
+    """load_translator lays the weights out for the CPU's matrix library (inference/weight_layout.py),
+    either way on any machine: on an Intel CPU each linear layer's weight transposed in memory,
+    elsewhere the output layer through oneDNN on a packed copy of its weight. The same parameters,
+    the embedding still tied, and the same hypotheses and scores as the model loaded as it was saved."""
+    if vendor != "GenuineIntel" and not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch was built without oneDNN, which the packed output layer needs")
+    monkeypatch.setattr("inference.weight_layout.cpuinfo", lambda field: vendor)
     model, _ = trained
     laid_out = load_translator(ci_run, beam_size=3).model
     weights = {name: p for name, p in laid_out.named_parameters() if name.endswith("weight") and p.dim() == 2}
     linear = [m.weight for m in laid_out.modules() if isinstance(m, torch.nn.Linear)]
-    assert linear and all(w.stride() == (1, w.size(0)) for w in linear)
+    if vendor == "GenuineIntel":
+        assert linear and all(w.stride() == (1, w.size(0)) for w in linear)
+        assert not isinstance(laid_out.output_proj, PackedLinear)
+    else:
+        assert isinstance(laid_out.output_proj, PackedLinear)
+        assert linear and all(w.is_contiguous() for w in linear)  # the others as saved
+        states = torch.randn(7, 3, model.cfg.d_model)
+        torch.testing.assert_close(laid_out.output_proj(states), model.output_proj(states), rtol=1e-5, atol=1e-5)
     assert laid_out.output_proj.weight is laid_out.tgt_embedding.weight
     for name, p in model.named_parameters():
         if name in weights:

@@ -3,6 +3,7 @@
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
@@ -48,6 +49,17 @@ def torch_threads(threads: int | None) -> Iterator[None]:
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+
+
+def cpuinfo(field: str) -> str:
+    """A field of the first CPU in Linux's /proc/cpuinfo ('model name': 'AMD EPYC'; 'vendor_id':
+    'GenuineIntel', 'AuthenticAMD'); '' where there is none (another system)."""
+    path = Path("/proc/cpuinfo")
+    for line in path.read_text().splitlines() if path.exists() else []:
+        name, _, value = line.partition(":")
+        if name.strip() == field:
+            return value.strip()
+    return ""
 
 
 def cpu_description() -> str:

@@ -28,7 +28,6 @@ from tqdm import tqdm
 
 from inference.api import ENGINES, load_translator
 from inference.contract import Progress, Translating
-from inference.search_config import SearchConfig
 from inference.translator import Translator
 from inference.workers import WorkerDied
 from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
@@ -120,8 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--batch-size",
         type=positive_int,
-        default=SearchConfig.batch_size,
-        help=f"sentences decoded together (default {SearchConfig.batch_size})",
+        help="most sentences decoded together (default: the engine's own, 64 for minitrans, 32 for ctranslate2)",
     )
     run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
     run.add_argument(

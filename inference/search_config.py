@@ -16,20 +16,21 @@ class SearchConfig:
         plain sum; 1: per token). Greedy search ranks nothing and leaves it unread.
     max_len_ratio, max_len_extra: an output stops after ratio * its source's pieces + extra
         (model/search.py); `fits` checks them against a model's positions.
-    batch_size: sentences decoded together (sorted by length, so batches pad little). 32: with
-        beam 5, CTranslate2 decoded test2016 faster in batches of 24-32 sentences than of 64
-        (548 against ~450 sentences/s, Intel Xeon with AMX, docs/speed.md) and ours alike in
-        both; greedy search was ~6% faster in batches of 64.
+    batch_size: most sentences decoded together (sorted by length, so batches pad little); None:
+        each engine's own, the size it was measured fastest in (inference/translator.py's
+        BATCH_SIZE, inference/ct2_translator.py's).
     """
 
     beam_size: int = 5
     length_penalty: float = 1.0
     max_len_ratio: float = 1.5
     max_len_extra: int = 10
-    batch_size: int = 32
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("beam_size", "batch_size"):
+            if name == "batch_size" and self.batch_size is None:  # the engine's own
+                continue
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise UserError(
                     f"the {name.replace('_', ' ')} must be a whole number of at least 1, not {getattr(self, name)!r}"

@@ -85,7 +85,9 @@ def _next_log_probs(
         logits, _, _ = model.decode(history, memory, src_mask)
     logits = logits[:, -1].float()
     suppressed(logits, history, suppress)  # before the softmax, as CTranslate2: the others renormalised
-    log_probs = F.log_softmax(logits, dim=-1)
+    # written over the logits, which nothing reads again: a step's largest tensor (beams x the
+    # vocabulary) is not allocated and written a second time; the same numbers (tests/test_search.py)
+    log_probs = torch.log_softmax(logits, dim=-1, out=logits)
     cfg = model.cfg
     log_probs[:, [cfg.pad_id, cfg.bos_id, cfg.unk_id]] = float("-inf")
     if history.size(1) == 1:  # bos alone

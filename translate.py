@@ -26,9 +26,10 @@ from typing import TextIO
 
 from tqdm import tqdm
 
+from inference import ct2_translator
 from inference.api import ENGINES, load_translator
 from inference.contract import Progress, Translating
-from inference.translator import Translator
+from inference.translator import BATCH_SIZE, Translator
 from inference.workers import WorkerDied
 from utils.cli import OneLineErrorParser, non_negative_float, non_negative_int, positive_int, run_command
 from utils.device import pick_device
@@ -119,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--batch-size",
         type=positive_int,
-        help="most sentences decoded together (default: the engine's own, 64 for minitrans, 32 for ctranslate2)",
+        help=f"most sentences decoded together (default: the engine's own, {BATCH_SIZE} for minitrans, "
+        f"{ct2_translator.BATCH_SIZE} for ctranslate2)",
     )
     run.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:N")
     run.add_argument(

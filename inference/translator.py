@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 # EPYC Zen 4, beam 5, one core, 1,000 test sentences took 8.4 s in batches of 64 against 9.9 s in
 # batches of 32 (the same translations), and 96 gained nothing more (docs/speed.md).
 BATCH_SIZE = 64
+# With worker processes, a call too short to fill a batch for each is cut so that each decodes one,
+# but into batches of no fewer than this: a call of up to 32 sentences (a line or a few people
+# typed) is still one batch, decoded in this process on every core, as with batches of 32 before.
+FEWEST_TO_SPLIT = 32
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ class Translator(LineTranslator):
         n sources is done."""
         size = self.search.batch_size or BATCH_SIZE
         if self.workers is not None:  # no worker idle while another decodes two batches of a short call
-            size = min(size, max(1, -(-sum(map(bool, src_ids)) // self.workers.workers)))
+            size = min(size, max(FEWEST_TO_SPLIT, -(-sum(map(bool, src_ids)) // self.workers.workers)))
         chunks = list(length_sorted_batches(src_ids, size))
         batches = [
             Batch([src_ids[i] for i in chunk], self.search, n_best, self.use_cache, suppress) for chunk in chunks

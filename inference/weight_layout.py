@@ -13,11 +13,13 @@ as CTranslate2 chooses its own (Intel's MKL on Intel CPUs, oneDNN elsewhere):
   where another kernel rounds otherwise). The tied embedding, which is the output layer's weight
   (and with a joint vocabulary the source's embedding too), then gathers its rows with a stride:
   the decoder's few a step, the encoder's once a batch; the measured gain counts them.
-- Elsewhere (AMD's CPUs) MKL runs a slower path, and the output layer, the step's largest product
+- On AMD's CPUs MKL runs a slower path, and the output layer, the step's largest product
   (d_model -> the vocabulary), goes through oneDNN instead, on a copy of its weight that oneDNN has
   packed for it once: on an AMD EPYC Zen 4 (fp32, one thread, 128 -> 8,000) 1.33 ms against 2.59
   for 64 rows, 3.59 against 4.24 for 160, and the same logits to the last bit. The other layers'
   products are small, and neither library nor layout was faster for them there (docs/speed.md).
+  Where the maker is another or unknown (ARM, a system without /proc/cpuinfo), nothing was measured,
+  and the weights keep the layout they were saved in.
 
 load_translator applies it on the CPU in float32; the training loop's translations (and
 load_for_inference's model) keep the layout the weights were saved in.
@@ -34,22 +36,26 @@ class PackedLinear(nn.Linear):
     its parameters, state_dict and every other use of its weight stay as they were."""
 
     packed: Tensor
+    packed_version: int  # the weight's version counter when it was packed
 
     def forward(self, x: Tensor) -> Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        # the packed copy serves float32 on the CPU, and only while the weight is as it was packed
+        if x.device.type == "cpu" and x.dtype == torch.float32 and self.weight._version == self.packed_version:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        return super().forward(x)
 
 
 def packs_output_layer() -> bool:
-    """Whether decoding here sends the output layer through oneDNN: a CPU not of Intel's, and a
-    torch built with oneDNN."""
-    return cpuinfo("vendor_id") != "GenuineIntel" and torch.backends.mkldnn.is_available()
+    """Whether decoding here sends the output layer through oneDNN: an AMD CPU (or Hygon's, of
+    the same design), and a torch built with oneDNN."""
+    return cpuinfo("vendor_id") in ("AuthenticAMD", "HygonGenuine") and torch.backends.mkldnn.is_available()
 
 
 def lay_out_for_decoding(model: nn.Module) -> None:
     """Lay out `model`'s linear layers for decoding on this CPU, in place: W^T in memory for
-    Intel's MKL, or the output layer (`model.output_proj`) packed for oneDNN. For a model that only
-    decodes: an optimizer's state would no longer match its parameters' layout, and a packed copy
-    would not follow its weight if the weight were trained further."""
+    Intel's MKL, or on AMD's the output layer (`model.output_proj`) packed for oneDNN. For a model that only
+    decodes: an optimizer's state would no longer match its parameters' layout, and a model with a
+    packed copy cannot be deep-copied or pickled (the copy is oneDNN's, without storage)."""
     with torch.no_grad():
         if packs_output_layer():
             output = model.output_proj
@@ -57,6 +63,9 @@ def lay_out_for_decoding(model: nn.Module) -> None:
             output.__class__ = PackedLinear
             # 64 rows: the packing oneDNN picks for a batch of that size serves 5 to 320 rows alike
             output.packed = torch.ops.mkldnn._reorder_linear_weight(output.weight.detach(), 64)
+            output.packed_version = output.weight._version
+            return
+        if cpuinfo("vendor_id") != "GenuineIntel":
             return
         for module in model.modules():
             if isinstance(module, nn.Linear) and module.weight.is_contiguous():  # a tied weight once

@@ -142,17 +142,17 @@ def test_workers_stop_on_close_and_start_again(ci_run):
     assert children(os.getpid()) == others
 
 
-@needs_two_cores
 def test_batches_hold_64_sentences_and_a_short_call_gives_every_worker_one(ci_run):
-    """Our engine's batches hold up to 64 sentences unless the search says (BATCH_SIZE), but a call
-    of fewer sentences than that for each worker is cut so that each worker decodes a batch: 40
-    sentences on two workers go as two batches of 20, not one of 40 in this process; decoded in
-    this process alone they are one batch, and 100 alone are 64 and 36."""
+    """Our engine's batches hold up to 64 sentences unless the search says (BATCH_SIZE), but with
+    workers a call of fewer than 64 sentences for each is cut so that each worker decodes a batch,
+    of no fewer than 32 sentences (FEWEST_TO_SPLIT): 100 sentences on two workers go as 50 and 50,
+    40 as 32 and 8, and 20 stay one batch in this process, as a typed line does; decoded in this
+    process alone, 100 are 64 and 36."""
     from inference.checkpoint import load_for_inference
     from inference.search_config import SearchConfig
-    from inference.translator import BATCH_SIZE, Translator
+    from inference.translator import BATCH_SIZE, FEWEST_TO_SPLIT, Translator
 
-    assert SearchConfig().batch_size is None and BATCH_SIZE == 64
+    assert SearchConfig().batch_size is None and (BATCH_SIZE, FEWEST_TO_SPLIT) == (64, 32)
     model, tokenizer, _ = load_for_inference(ci_run)
     lines = toy_sentences()[:100]
 
@@ -162,10 +162,12 @@ def test_batches_hold_64_sentences_and_a_short_call_gives_every_worker_one(ci_ru
         return sorted(told)
 
     with Translator(model, tokenizer, SearchConfig(beam_size=2), workers=2) as translator:
-        assert batches(translator, lines[:40]) == [20, 20]
+        assert batches(translator, lines[:20]) == [20]
+        assert not translator.workers.processes  # one batch: decoded here, no worker started
+        assert batches(translator, lines[:40]) == [8, 32]
         assert len(translator.workers.processes) == 2  # the two batches went to the workers
+        assert batches(translator, lines) == [50, 50]
     alone = Translator(model, tokenizer, SearchConfig(beam_size=2))
-    assert batches(alone, lines[:40]) == [40]
     assert batches(alone, lines) == [36, 64]
     assert batches(Translator(model, tokenizer, SearchConfig(beam_size=2, batch_size=30)), lines) == [10, 30, 30, 30]
 

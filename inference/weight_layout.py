@@ -61,6 +61,7 @@ def lay_out_for_decoding(model: nn.Module) -> None:
             output = model.output_proj
             assert isinstance(output, nn.Linear)
             output.__class__ = PackedLinear
+            assert isinstance(output, PackedLinear)
             # 64 rows: the packing oneDNN picks for a batch of that size serves 5 to 320 rows alike
             output.packed = torch.ops.mkldnn._reorder_linear_weight(output.weight.detach(), 64)
             output.packed_version = output.weight._version

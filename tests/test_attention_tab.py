@@ -197,7 +197,7 @@ def test_several_typed_sentences_are_split_as_translate_py_splits_them(plugin, c
 
 
 def test_typed_text_of_several_batches_leaves_no_process_in_tensorboard(ci_run, monkeypatch):
-    """More typed sentences than a batch holds (32) are decoded in TensorBoard's own process:
+    """More typed sentences than a batch holds (BATCH_SIZE) are decoded in TensorBoard's own process:
     the tab once forked decoding workers from the threaded server (a child forked while another
     thread holds a lock can hang on it), and they stayed until the checkpoint changed."""
     import viz.attention_tab.typed as typed
@@ -205,7 +205,9 @@ def test_typed_text_of_several_batches_leaves_no_process_in_tensorboard(ci_run, 
     cores = os.cpu_count() or 1
     if cores < 2:
         pytest.skip("one core: a translator starts no worker processes, so none could be left")
-    sentences = toy_sentences("val")[:33]  # two batches
+    from inference.translator import BATCH_SIZE
+
+    sentences = toy_sentences("val")[: BATCH_SIZE + 1]  # two batches
     monkeypatch.setattr(typed, "MAX_PIECES", 10_000)  # the limit keeps a request short: this one is long on purpose
     others, affinity = children(os.getpid()), os.sched_getaffinity(0)
     # every core, as TensorBoard has them (not an xdist worker's one): the translator is sized by them

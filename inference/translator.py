@@ -24,9 +24,10 @@ log = logging.getLogger(__name__)
 # EPYC Zen 4, beam 5, one core, 1,000 test sentences took 8.4 s in batches of 64 against 9.9 s in
 # batches of 32 (the same translations), and 96 gained nothing more (docs/speed.md).
 BATCH_SIZE = 64
-# With worker processes, a call too short to fill a batch for each is cut so that each decodes one,
-# but into batches of no fewer than this: a call of up to 32 sentences (a line or a few people
-# typed) is still one batch, decoded in this process on every core, as with batches of 32 before.
+# With N worker processes, a call of n sentences is cut into batches of ceil(n / N), so that a short
+# call keeps every worker busy, but never of fewer than this (the last batch may hold fewer): a call
+# of up to 32 sentences (a line or a few people typed) is still one batch, decoded in this process on
+# every core, as with batches of 32 before.
 FEWEST_TO_SPLIT = 32
 
 

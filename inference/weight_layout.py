@@ -36,11 +36,17 @@ class PackedLinear(nn.Linear):
     its parameters, state_dict and every other use of its weight stay as they were."""
 
     packed: Tensor
-    packed_version: int  # the weight's version counter when it was packed
+    packed_from: tuple[int, int]  # the weight's memory and version counter when it was packed
 
     def forward(self, x: Tensor) -> Tensor:
-        # the packed copy serves float32 on the CPU, and only while the weight is as it was packed
-        if x.device.type == "cpu" and x.dtype == torch.float32 and self.weight._version == self.packed_version:
+        # the packed copy serves float32 on the CPU, and only while the weight is the tensor it was
+        # packed from, unchanged by in-place operations (a write through .data is not seen)
+        weight = self.weight
+        if (
+            x.device.type == "cpu"
+            and x.dtype == weight.dtype == torch.float32
+            and (weight.data_ptr(), weight._version) == self.packed_from
+        ):
             return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
         return super().forward(x)
 
@@ -64,7 +70,7 @@ def lay_out_for_decoding(model: nn.Module) -> None:
             assert isinstance(output, PackedLinear)
             # 64 rows: the packing oneDNN picks for a batch of that size serves 5 to 320 rows alike
             output.packed = torch.ops.mkldnn._reorder_linear_weight(output.weight.detach(), 64)
-            output.packed_version = output.weight._version
+            output.packed_from = (output.weight.data_ptr(), output.weight._version)
             return
         if cpuinfo("vendor_id") != "GenuineIntel":
             return

@@ -144,8 +144,9 @@ def test_workers_stop_on_close_and_start_again(ci_run):
 
 def test_batches_hold_64_sentences_and_a_short_call_gives_every_worker_one(ci_run):
     """Our engine's batches hold up to 64 sentences unless the search says (BATCH_SIZE), but with
-    workers a call of fewer than 64 sentences for each is cut so that each worker decodes a batch,
-    of no fewer than 32 sentences (FEWEST_TO_SPLIT): 100 sentences on two workers go as 50 and 50,
+    workers a call of fewer than 64 sentences for each is cut into batches of its share for each,
+    but never of fewer than 32 (FEWEST_TO_SPLIT; the last may hold fewer): 100 sentences on two
+    workers go as 50 and 50,
     40 as 32 and 8, and 20 stay one batch in this process, as a typed line does; decoded in this
     process alone, 100 are 64 and 36."""
     from inference.checkpoint import load_for_inference

@@ -51,19 +51,15 @@ class PackedLinear(nn.Linear):
         return super().forward(x)
 
 
-def packs_output_layer() -> bool:
-    """Whether decoding here sends the output layer through oneDNN: an AMD CPU (or Hygon's, of
-    the same design), and a torch built with oneDNN."""
-    return cpuinfo("vendor_id") in ("AuthenticAMD", "HygonGenuine") and torch.backends.mkldnn.is_available()
-
-
 def lay_out_for_decoding(model: nn.Module) -> None:
     """Lay out `model`'s linear layers for decoding on this CPU, in place: W^T in memory for
     Intel's MKL, or on AMD's the output layer (`model.output_proj`) packed for oneDNN. For a model that only
     decodes: an optimizer's state would no longer match its parameters' layout, and a model with a
     packed copy cannot be deep-copied or pickled (the copy is oneDNN's, without storage)."""
+    vendor = cpuinfo("vendor_id")
     with torch.no_grad():
-        if packs_output_layer():
+        # an AMD CPU (or Hygon's, of the same design), and a torch built with oneDNN
+        if vendor in ("AuthenticAMD", "HygonGenuine") and torch.backends.mkldnn.is_available():
             output = model.output_proj
             assert isinstance(output, nn.Linear)
             output.__class__ = PackedLinear
@@ -72,7 +68,7 @@ def lay_out_for_decoding(model: nn.Module) -> None:
             output.packed = torch.ops.mkldnn._reorder_linear_weight(output.weight.detach(), 64)
             output.packed_from = (output.weight.data_ptr(), output.weight._version)
             return
-        if cpuinfo("vendor_id") != "GenuineIntel":
+        if vendor != "GenuineIntel":  # another maker: nothing measured, the weights as saved
             return
         for module in model.modules():
             if isinstance(module, nn.Linear) and module.weight.is_contiguous():  # a tied weight once

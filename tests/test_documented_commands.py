@@ -315,6 +315,7 @@ COMMANDS: dict[str, Command] = {
     "data.augment.copy_through=0.05 data.augment.typos=0.1 data.augment.fold=0.1 data.tokenizer.split_digits=true "
     'data.tokenizer.upper_copies=0.1 hydra.run.dir=runs/proxy_robust"': Command(short=BEFORE_FOLDING),
     'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed"': Command(short=SHORT),
+    'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed_inside"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/hour_recipe"': Command(short=SHORT),
     'make train ARGS="experiment=typed model=small data.augment.upper=0.12 data.augment.lower=0.12 '
     'data.augment.typos=0.15 data.augment.copy_through=0.15 hydra.run.dir=runs/hour_typed_small"': Command(

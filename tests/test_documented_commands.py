@@ -271,6 +271,8 @@ COMMANDS: dict[str, Command] = {
     ".venv/bin/python bench/sweep_table.py runs/gpu": Command(needs=("gpu",), kind="gpu"),
     "bench/rank_on_gpu.sh candidates.txt runs/gpu_fold 2500 model=small train.attention_every=0 "
     "train.eval_every=1000 train.warmup_steps=300": Command(short=SHORT, needs=("candidates.txt",), kind="gpu"),
+    "bench/rank_on_gpu.sh candidates.txt runs/gpu 2000 model=small train.attention_every=0 "
+    "train.eval_every=1000 train.warmup_steps=300": Command(short=SHORT, needs=("candidates.txt",), kind="gpu"),
     # benchmarks
     ".venv/bin/python bench/train_speed.py --model small": Command(short=SHORT_SPEED, check="ratio"),
     ".venv/bin/python bench/train_speed.py --allocators glibc,mimalloc --out "

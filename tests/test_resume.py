@@ -155,6 +155,7 @@ def test_resume_into_a_new_folder_continues_the_run_exactly(first_run, tmp_path)
         tmp_path,
         *FIRST_RUN,
         f"train.resume={first_run / 'checkpoints' / 'step_0000020.pt'}",
+        fresh=True,  # a new interpreter, as a user's next command: the first run was forked
     )
     assert_same_training(first_run / "checkpoints" / "step_0000040.pt", tmp_path / "checkpoints" / "step_0000040.pt")
     # the best checkpoint came along, so the run can finish even if nothing new beats it
@@ -201,8 +202,11 @@ def straight_and_resumed(tmp_path, common: list[str]) -> tuple:
     """Train `common` (40 steps, a checkpoint at 20) straight through, and again resumed from its
     step 20 in another folder: both step-40 checkpoints."""
     run_train(tmp_path / "straight", *common)
-    run_train(
-        tmp_path / "resumed", *common, f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}"
+    run_train(  # a new interpreter (its own hash seed, as a user's next command has), the straight run forked
+        tmp_path / "resumed",
+        *common,
+        f"train.resume={tmp_path / 'straight' / 'checkpoints' / 'step_0000020.pt'}",
+        fresh=True,
     )
     return tuple(tmp_path / run / "checkpoints" / "step_0000040.pt" for run in ("straight", "resumed"))
 

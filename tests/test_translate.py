@@ -16,15 +16,16 @@ from inference.search_config import SearchConfig
 from inference.translator import Translator
 
 
-def translate(*args, stdin: bytes | None = None, check=True) -> subprocess.CompletedProcess:
-    """translate.py as a user runs it; bytes in and out (tests feed it bad UTF-8)."""
-    return run_script("translate.py", *args, input=stdin, check=check, text=False)
+def translate(*args, stdin: bytes | None = None, check=True, fresh=False) -> subprocess.CompletedProcess:
+    """translate.py as a user runs it; bytes in and out (tests feed it bad UTF-8); `fresh`: in a
+    new interpreter, with a hash seed of its own (tests/helpers/warm.py)."""
+    return run_script("translate.py", *args, input=stdin, check=check, text=False, fresh=fresh)
 
 
 def test_arguments_stdin_and_file_agree_and_keep_empty_lines(ci_run, tmp_path):
     lines = [SENTENCES[0], "", SENTENCES[1], SENTENCES[2]]
     by_args = translate("-c", ci_run, *lines).stdout.decode().split("\n")
-    by_stdin = translate("-c", ci_run, stdin="\n".join(lines).encode()).stdout.decode().split("\n")
+    by_stdin = translate("-c", ci_run, stdin="\n".join(lines).encode(), fresh=True).stdout.decode().split("\n")
     (tmp_path / "in.de").write_text("\n".join(lines) + "\n", encoding="utf-8")
     translate("-c", ci_run / "checkpoints" / "best.pt", "-i", tmp_path / "in.de", "-o", tmp_path / "out.en")
     by_file = (tmp_path / "out.en").read_text(encoding="utf-8").split("\n")
@@ -40,7 +41,7 @@ def test_a_line_of_several_sentences_is_translated_sentence_by_sentence(ci_run):
 
     paragraph = "  ".join(toy_sentences()[:3])
     out = translate("-c", ci_run, paragraph, "", SENTENCES[0]).stdout.decode().split("\n")
-    each = translate("-c", ci_run, *toy_sentences()[:3]).stdout.decode().splitlines()
+    each = translate("-c", ci_run, *toy_sentences()[:3], fresh=True).stdout.decode().splitlines()
     assert out == ["  ".join(each), "", translate("-c", ci_run, SENTENCES[0]).stdout.decode().strip(), ""]
     whole = translate("-c", ci_run, "--whole-lines", paragraph).stdout.decode()
     with load_translator(ci_run, whole_lines=True) as translator:

@@ -1,4 +1,5 @@
-"""The project's commands run as a user runs them: a subprocess in the checkout."""
+"""The project's commands run as a user runs them: a process in the checkout, forked from a warm
+Python where it may be (warm.py), else a new interpreter."""
 
 import os
 import signal
@@ -7,6 +8,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from helpers.warm import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,10 +20,18 @@ def command(script: str, *args) -> list[str]:
 
 
 def run_script(
-    script: str, *args, check: bool = True, text: bool = True, timeout: float = 600, **kwargs
+    script: str, *args, check: bool = True, text: bool = True, timeout: float = 600, fresh: bool = False, **kwargs
 ) -> subprocess.CompletedProcess:
-    """Run it to the end, output captured; with `check`, a non-zero exit fails the test with its stderr."""
-    result = subprocess.run(command(script, *args), cwd=ROOT, capture_output=True, text=text, timeout=timeout, **kwargs)
+    """Run it to the end, output captured; with `check`, a non-zero exit fails the test with its
+    stderr. Forked from the warm Python where the run's environment allows (warm.py), else, and
+    with `fresh`, a new interpreter; `kwargs` are subprocess.run's."""
+    argv = command(script, *args)
+    env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+    warm = None if fresh or set(kwargs) - {"env", "input"} else warm_python(env)
+    if warm is not None:
+        result = warm.run(argv[1:], ROOT, env, kwargs.get("input"), text, timeout)
+    else:
+        result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=text, timeout=timeout, **kwargs)
     if check and result.returncode != 0:
         stderr = result.stderr if text else result.stderr.decode(errors="replace")
         raise AssertionError(f"{script} failed ({result.returncode}):\n{stderr[-3000:]}")

@@ -1,0 +1,285 @@
+"""A warm Python for the tests' own runs of the project's scripts (`python train.py ...`).
+
+Every process that trains or translates spends ~3.5 s importing torch, torch._dynamo (which
+torch.optim imports in every step), `datasets`, SacreMoses and Hydra before its first line of work,
+and a suite starts ~100 such processes of its own (docs/tests.md, "How long it takes"). A server,
+started once per pytest worker, imports those libraries, then forks a child for each run. The child
+takes the run's folder, environment, cores, umask, arguments and standard streams (pipes, as
+subprocess gives them: its output is read until every process holding them is done) and runs the
+script as `python SCRIPT` does (runpy, as `__main__`); its exit, an exception's traceback and exit
+status included, is the interpreter's own.
+
+What a child shares with the server, unlike a new interpreter: the libraries' import-time work
+(what they read of the environment, the warning filters they set, a few `ignore` rules of torch's
+and numpy's own), the string hash seed, and whatever random state nobody seeds again (numpy's and
+`datasets`' generators are). So a run forks only where its environment differs from the server's
+in variables read as the code runs (READ_AS_IT_RUNS), and a test that compares two runs for exactly
+the same result runs one of them in a new interpreter (`run_script(..., fresh=True)`), as do the
+documented commands (run as written) and the runs a test interrupts (`start_script`).
+
+    python tests/helpers/warm.py REPLY_FD   # the server: requests on stdin, replies on REPLY_FD
+"""
+
+import io
+import json
+import locale
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+# the libraries a training or translating process spends its start on (imported by the server)
+PRELOADED = (
+    "torch",
+    "torch._dynamo",
+    "torch.optim",
+    "torch.utils.tensorboard",
+    "datasets",
+    "sacremoses",
+    "sacrebleu",
+    "sentencepiece",
+    "hydra",
+    "omegaconf",
+)
+# variables read as the code runs, never at import time (the project's corpus folder; pytest's name
+# of the test, set anew for each): a run may set, change or drop them and still be forked
+READ_AS_IT_RUNS = frozenset({"MULTI30K_DIR", "PYTEST_CURRENT_TEST"})
+ENVIRONMENT = dict(os.environ)  # the tests' (conftest.py's settings made): the server's
+
+
+# --- the server -----------------------------------------------------------------------------------
+
+
+def _preload() -> str:
+    """Import PRELOADED; '' where that printed nothing and left no thread of Python's running, else
+    why runs must not fork from here. (numpy's BLAS and Arrow's allocator start threads of their
+    own, which their fork handlers stop and restart, as in the decoding workers inference/workers.py
+    forks.)"""
+    with tempfile.TemporaryFile() as printed:
+        saved = [os.dup(1), os.dup(2)]
+        for fd in (1, 2):
+            os.dup2(printed.fileno(), fd)
+        try:
+            for module in PRELOADED:
+                try:
+                    __import__(module)
+                except ImportError:  # an optional library this environment lacks: the run imports what it has
+                    pass
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd)
+                os.close(copy)
+        printed.seek(0)
+        said = printed.read().decode(errors="replace").strip()
+    if said:  # a warning a run would print once, at its own import: a child would not
+        return f"importing the libraries printed: {said[:500]}"
+    if threading.active_count() > 1:
+        return "a library started a thread of Python's while imported"
+    return ""
+
+
+def _become(request: dict, streams: list[int], replies: io.TextIOBase) -> None:
+    """In the forked child: the request's process, then its script run as `__main__`."""
+    import runpy
+
+    for fd, stream in enumerate(streams):
+        os.dup2(stream, fd)
+        os.close(stream)
+    replies.close()  # the server's: a child holding it would keep the client from seeing the server end
+    os.sched_setaffinity(0, request["affinity"])
+    os.umask(request["umask"])
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    script = request["argv"][0]
+    sys.argv = list(request["argv"])
+    if not sys.flags.safe_path:  # as `python SCRIPT` puts the script's folder first
+        sys.path.insert(0, str(Path(script).resolve().parent))
+    if "numpy" in sys.modules:  # generators seeded once, in the server
+        sys.modules["numpy"].random.seed()
+    if "datasets.fingerprint" in sys.modules:
+        sys.modules["datasets.fingerprint"].fingerprint_rng.seed()
+    runpy.run_path(script, run_name="__main__")  # its SystemExit or exception ends the interpreter
+
+
+def serve() -> int | None:
+    """Answer requests until stdin closes. A child returns from here (or raises) as its script
+    ended, and the interpreter exits with that."""
+    del sys.path[0]  # this file's folder: its modules must not stand for a library's
+    replies = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+    why_not = _preload()
+    replies.write(json.dumps({"ready": not why_not, "why_not": why_not}) + "\n")
+    if why_not:
+        return 0
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        # the client opened the pipes' reading ends first, so these opens do not wait
+        streams = [
+            os.open(request["stdin"], os.O_RDONLY),
+            os.open(request["stdout"], os.O_WRONLY),
+            os.open(request["stderr"], os.O_WRONLY),
+        ]
+        pid = os.fork()
+        if pid == 0:
+            _become(request, streams, replies)
+            return None
+        for stream in streams:
+            os.close(stream)
+        replies.write(json.dumps({"pid": pid}) + "\n")
+        _, status = os.waitpid(pid, 0)
+        replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+    return 0
+
+
+# --- the client -----------------------------------------------------------------------------------
+
+
+def _decoded(data: bytes) -> str:
+    """Output as subprocess's text mode gives it: the locale's encoding, universal newlines."""
+    return data.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
+
+
+class WarmPython:
+    """A server and its runs, one at a time; `failed` once a run broke off (the server stopped)."""
+
+    def __init__(self) -> None:
+        reading, writing = os.pipe()
+        self.server = subprocess.Popen(
+            [sys.executable, __file__, str(writing)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            pass_fds=[writing],
+            env=ENVIRONMENT,
+            bufsize=0,  # requests written whole by _send
+        )
+        os.close(writing)
+        self.replies, self.pending = reading, b""
+        self.lock = threading.Lock()
+        self.ready: bool | None = None  # not yet said by the server
+        self.failed = False
+
+    def started(self) -> bool:
+        """Whether the server has its libraries and serves (waited for the first time)."""
+        if self.ready is None:
+            try:
+                self.ready = self._reply(time.monotonic() + 120)["ready"]
+            except (RuntimeError, TypeError):  # it ended, or said nothing in two minutes
+                self.ready = False
+        return bool(self.ready) and not self.failed and self.server.poll() is None
+
+    def _reply(self, deadline: float | None) -> dict | None:
+        """The server's next line; None if it has not come by `deadline` (time.monotonic()). Read
+        unbuffered, so that a line already here is never waited for."""
+        while b"\n" not in self.pending:
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0)
+            if not select.select([self.replies], [], [], wait)[0]:
+                return None
+            chunk = os.read(self.replies, 65536)
+            if not chunk:
+                raise RuntimeError("the tests' warm Python ended (tests/helpers/warm.py)")
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return json.loads(line)
+
+    def _send(self, request: dict) -> None:
+        data = (json.dumps(request) + "\n").encode()
+        while data:
+            data = data[os.write(self.server.stdin.fileno(), data) :]
+
+    def run(
+        self, argv: list[str], cwd: Path, env: dict, input: str | bytes | None, text: bool, timeout: float | None
+    ) -> subprocess.CompletedProcess:
+        """What `subprocess.run([python, *argv], capture_output=True, ...)` returns (or raises), from
+        a fork."""
+        args = [sys.executable, *argv]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.lock, tempfile.TemporaryDirectory(prefix="warm-") as folder:
+            pipes = {name: os.path.join(folder, name) for name in ("stdout", "stderr")}
+            for path in pipes.values():
+                os.mkfifo(path)
+            readers = {os.open(path, os.O_RDONLY | os.O_NONBLOCK): name for name, path in pipes.items()}
+            stdin = os.devnull
+            if input is not None:
+                stdin = os.path.join(folder, "stdin")
+                Path(stdin).write_bytes(
+                    input.encode(locale.getpreferredencoding(False)) if isinstance(input, str) else input
+                )
+            umask = os.umask(0)
+            os.umask(umask)
+            request = {"argv": argv, "cwd": str(cwd), "env": env, "stdin": stdin, **pipes, "umask": umask}
+            request["affinity"] = sorted(os.sched_getaffinity(0))
+            output = {"stdout": io.BytesIO(), "stderr": io.BytesIO()}
+            pid = None
+            try:
+                self._send(request)
+                started = self._reply(deadline)
+                if started is None:
+                    raise RuntimeError("the tests' warm Python did not start the run in time")
+                pid = started["pid"]
+                open_readers = set(readers)
+                while open_readers:  # as subprocess's communicate(): until every writer is done
+                    wait = None if deadline is None else max(deadline - time.monotonic(), 0)
+                    ready = select.select(list(open_readers), [], [], wait)[0]
+                    if not ready:
+                        break
+                    for fd in ready:
+                        chunk = os.read(fd, 65536)
+                        if chunk:
+                            output[readers[fd]].write(chunk)
+                        else:
+                            open_readers.discard(fd)
+                done = self._reply(deadline) if not open_readers else None
+                if done is None:  # past the timeout: as subprocess.run, the child killed, then the time said
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:  # ended and reaped; its processes held the pipes
+                        pass
+                    self._reply(None)
+                    raise subprocess.TimeoutExpired(
+                        args, timeout, output["stdout"].getvalue(), output["stderr"].getvalue()
+                    )
+            except subprocess.TimeoutExpired:
+                raise
+            except BaseException:  # a signal, ^C, the server gone: no run may read this one's replies
+                self.failed = True
+                if pid is not None:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                self.server.kill()
+                raise
+            finally:
+                for fd in readers:
+                    os.close(fd)
+        out, err = output["stdout"].getvalue(), output["stderr"].getvalue()
+        if text:
+            out, err = _decoded(out), _decoded(err)
+        return subprocess.CompletedProcess(args, done["returncode"], out, err)
+
+
+_server: WarmPython | None = None  # this process's
+
+
+def warm_python(env: dict) -> WarmPython | None:
+    """This process's warm Python where a run in `env` may fork from it: only variables read as
+    it runs differ from the server's environment. Started at the first such run, again after one
+    that broke off; None where a run may not fork, or the server cannot serve."""
+    global _server
+    changed = {k for k in env.keys() | ENVIRONMENT.keys() if env.get(k) != ENVIRONMENT.get(k)}
+    if changed - READ_AS_IT_RUNS:
+        return None
+    if _server is None or _server.failed or (_server.ready and _server.server.poll() is not None):
+        _server = WarmPython()
+    return _server if _server.started() else None
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

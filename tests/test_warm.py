@@ -1,0 +1,125 @@
+"""The tests' warm Python (tests/helpers/warm.py): a script forked from it gives what the same
+script gives in a new interpreter, as subprocess.run reports it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import helpers.warm as warm
+from helpers import ROOT, run_script
+
+PROBE = """
+import json, os, stat, subprocess, sys
+if __name__ != "__main__":
+    sys.exit("not run as __main__")
+import numpy
+what = sys.argv[1]
+if what == "report":
+    umask = os.umask(0)
+    os.umask(umask)
+    print(json.dumps({
+        "argv": sys.argv[1:], "cwd": os.getcwd(), "corpus": os.environ.get("MULTI30K_DIR"),
+        "path0": sys.path[0], "stdin": sys.stdin.read(), "parent": os.getppid(), "pid": os.getpid(),
+        "draw": numpy.random.rand(), "cores": sorted(os.sched_getaffinity(0)), "umask": umask,
+        "pipes": [stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (1, 2)],
+    }))
+    print("to stderr\\r\\nand a bar\\rredrawn", file=sys.stderr)
+elif what == "message":
+    sys.exit("error: a message")
+elif what == "status":
+    sys.exit(3)
+elif what == "raise":
+    raise ValueError("a traceback")
+elif what == "interrupt":
+    print("before", flush=True)
+    raise KeyboardInterrupt
+elif what == "late":  # a process of its own holds the output after the script ends
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1); print('late', flush=True)"])
+    print("early", flush=True)
+elif what == "bytes":
+    sys.stdout.buffer.write(bytes(range(256)))
+elif what == "sleep":
+    print(os.getpid(), flush=True)
+    import time
+    time.sleep(60)
+"""
+RAISED = {"raise": '    raise ValueError("a traceback")', "interrupt": "    raise KeyboardInterrupt"}
+
+
+@pytest.fixture
+def probe(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text(PROBE)
+    return path
+
+
+def cold(probe, *args, text=True, **kwargs) -> subprocess.CompletedProcess:
+    """The same script in a new interpreter, as run_script ran every run before warm.py."""
+    return subprocess.run([sys.executable, str(probe), *args], cwd=ROOT, capture_output=True, text=text, **kwargs)
+
+
+def report(*args, **kwargs) -> dict:
+    return json.loads(run_script(*args, **kwargs).stdout)
+
+
+def test_the_server_is_ready_here(probe):
+    """Its imports printed nothing and left no thread of Python's: the suite's runs fork."""
+    run_script(probe, "status", check=False)
+    assert warm._server is not None and warm._server.ready
+
+
+def test_a_forked_run_is_the_scripts_own(probe):
+    forked = run_script(probe, "report", "x y", input="typed\n")
+    fresh = cold(probe, "report", "x y", input="typed\n")
+    assert forked.stderr == fresh.stderr == "to stderr\nand a bar\nredrawn\n"  # text as subprocess's
+    seen, theirs = json.loads(forked.stdout), json.loads(fresh.stdout)
+    assert seen["parent"] == warm._server.server.pid  # forked, not a new interpreter
+    for key in ("argv", "cwd", "corpus", "path0", "stdin", "cores", "umask", "pipes"):
+        assert seen[key] == theirs[key], key
+    assert seen["argv"] == ["report", "x y"] and seen["stdin"] == "typed\n" and seen["pipes"] == [True, True]
+    assert seen["path0"] == str(probe.parent) and seen["cores"] == sorted(os.sched_getaffinity(0))
+    again = report(probe, "report")
+    assert again["pid"] != seen["pid"] and again["parent"] == seen["parent"]
+    assert again["draw"] != seen["draw"]  # numpy's generator seeded anew in each child
+    assert again["stdin"] == ""  # no input: an empty stdin, never the test's
+
+
+@pytest.mark.parametrize("what", ["message", "status", "raise", "interrupt", "late", "bytes"])
+def test_output_and_exit_status_as_a_new_interpreters(probe, what):
+    text = what != "bytes"
+    forked = run_script(probe, what, check=False, text=text)
+    fresh = cold(probe, what, text=text)
+    assert forked.returncode == fresh.returncode
+    assert forked.stdout == fresh.stdout
+    if what in ("raise", "interrupt"):  # the traceback names the script's line; the frames above it differ
+        assert forked.stderr.splitlines()[-1] == fresh.stderr.splitlines()[-1]
+        line = PROBE.splitlines().index(RAISED[what]) + 1
+        assert f'File "{probe}", line {line}' in forked.stderr
+    else:
+        assert forked.stderr == fresh.stderr
+    assert {"message": 1, "status": 3, "raise": 1, "interrupt": -2, "late": 0, "bytes": 0}[what] == forked.returncode
+    assert {"late": "early\nlate\n", "interrupt": "before\n", "bytes": bytes(range(256))}.get(what, "") == forked.stdout
+
+
+def test_a_run_past_its_timeout_is_killed(probe):
+    with pytest.raises(subprocess.TimeoutExpired) as timed_out:
+        run_script(probe, "sleep", timeout=5)
+    printed = timed_out.value.output
+    assert isinstance(printed, bytes) and printed.strip().isdigit(), printed  # as subprocess.run's
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(printed), 0)  # killed and reaped by the server
+    assert run_script(probe, "status", check=False).returncode == 3  # and the server serves on
+
+
+def test_the_environment_decides_forked_or_new(probe):
+    own = {**os.environ, "MULTI30K_DIR": "/somewhere"}
+    seen = report(probe, "report", env=own)
+    assert seen["parent"] == warm._server.server.pid  # a variable read as the code runs: forked
+    assert seen["corpus"] == "/somewhere"
+    assert report(probe, "report", env={k: v for k, v in own.items() if k != "MULTI30K_DIR"})["corpus"] is None
+    other = {**os.environ, "MINITRANS_WARM_PROBE": "1"}  # any other may be read by a library as it is imported
+    assert report(probe, "report", env=other)["parent"] == os.getpid()  # a new interpreter
+    assert report(probe, "report", fresh=True)["parent"] == os.getpid()

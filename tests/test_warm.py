@@ -123,3 +123,13 @@ def test_the_environment_decides_forked_or_new(probe):
     other = {**os.environ, "MINITRANS_WARM_PROBE": "1"}  # any other may be read by a library as it is imported
     assert report(probe, "report", env=other)["parent"] == os.getpid()  # a new interpreter
     assert report(probe, "report", fresh=True)["parent"] == os.getpid()
+
+
+def test_a_server_started_again_where_this_processs_environment_moved(probe, monkeypatch):
+    """A variable a test or library sets in the worker's own environment: the next run forks from a
+    server started in it (its libraries imported with it), not from the one before."""
+    before = report(probe, "report")["parent"]
+    monkeypatch.setenv("MINITRANS_WARM_PROBE", "1")
+    moved = report(probe, "report")["parent"]
+    assert moved == warm._server.server.pid and moved not in (before, os.getpid())
+    assert warm._server.env["MINITRANS_WARM_PROBE"] == "1"

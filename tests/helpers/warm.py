@@ -49,7 +49,6 @@ PRELOADED = (
 # variables read as the code runs, never at import time (the project's corpus folder; pytest's name
 # of the test, set anew for each): a run may set, change or drop them and still be forked
 READ_AS_IT_RUNS = frozenset({"MULTI30K_DIR", "PYTEST_CURRENT_TEST"})
-ENVIRONMENT = dict(os.environ)  # the tests' (conftest.py's settings made): the server's
 
 
 # --- the server -----------------------------------------------------------------------------------
@@ -149,14 +148,15 @@ def _decoded(data: bytes) -> str:
 class WarmPython:
     """A server and its runs, one at a time; `failed` once a run broke off (the server stopped)."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict) -> None:
+        self.env = env  # what the preloaded libraries read when imported
         reading, writing = os.pipe()
         self.server = subprocess.Popen(
             [sys.executable, __file__, str(writing)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             pass_fds=[writing],
-            env=ENVIRONMENT,
+            env=env,
             bufsize=0,  # requests written whole by _send
         )
         os.close(writing)
@@ -172,7 +172,20 @@ class WarmPython:
                 self.ready = self._reply(time.monotonic() + 120)["ready"]
             except (RuntimeError, TypeError):  # it ended, or said nothing in two minutes
                 self.ready = False
-        return bool(self.ready) and not self.failed and self.server.poll() is None
+        return bool(self.ready) and self.alive()
+
+    def alive(self) -> bool:
+        return not self.failed and self.server.poll() is None
+
+    def close(self) -> None:
+        """The server ends at the end of its requests."""
+        self.server.stdin.close()
+        try:
+            self.server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.server.kill()
+            self.server.wait()
+        os.close(self.replies)
 
     def _reply(self, deadline: float | None) -> dict | None:
         """The server's next line; None if it has not come by `deadline` (time.monotonic()). Read
@@ -268,16 +281,27 @@ class WarmPython:
 _server: WarmPython | None = None  # this process's
 
 
+def _changed(env: dict, other: dict) -> set[str]:
+    """The variables set differently in `env` and `other`, but those read as the code runs."""
+    return {k for k in env.keys() | other.keys() if env.get(k) != other.get(k)} - READ_AS_IT_RUNS
+
+
 def warm_python(env: dict) -> WarmPython | None:
-    """This process's warm Python where a run in `env` may fork from it: only variables read as
-    it runs differ from the server's environment. Started at the first such run, again after one
-    that broke off; None where a run may not fork, or the server cannot serve."""
+    """This process's warm Python for a run in `env`, or None where the run may not fork: its
+    environment differs from this process's in a variable a library may read when imported (the
+    run starts a new interpreter), or the server cannot serve here. Started at the first run, and
+    again where this process's environment has moved since (a test or library set a variable) or
+    a run broke off."""
     global _server
-    changed = {k for k in env.keys() | ENVIRONMENT.keys() if env.get(k) != ENVIRONMENT.get(k)}
-    if changed - READ_AS_IT_RUNS:
+    here = dict(os.environ)
+    if _changed(env, here):
         return None
-    if _server is None or _server.failed or (_server.ready and _server.server.poll() is not None):
-        _server = WarmPython()
+    if _server is None or not _server.alive() or _changed(here, _server.env):
+        if _server is not None and _server.ready is False:
+            return None  # its imports printed or left a thread: no server can serve here
+        if _server is not None:
+            _server.close()
+        _server = WarmPython(here)
     return _server if _server.started() else None
 
 

@@ -319,6 +319,8 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed"': Command(short=SHORT),
     'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed_inside"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/hour_recipe"': Command(short=SHORT),
+    'make train ARGS="hydra.run.dir=runs/hour_recipe_s47"': Command(short=SHORT),
+    'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed_s47"': Command(short=SHORT),
     'make train ARGS="experiment=typed model=small data.augment.upper=0.12 data.augment.lower=0.12 '
     'data.augment.typos=0.15 data.augment.copy_through=0.15 hydra.run.dir=runs/hour_typed_small"': Command(
         short=BEFORE_FOLDING

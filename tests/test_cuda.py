@@ -47,7 +47,7 @@ def test_head_statistics_of_gpu_attention_equal_the_cpus(toy):
 
 
 def test_ci_experiment_trains_on_the_gpu_in_bf16(tmp_path):
-    run_train(tmp_path, "experiment=ci", *TOY_DATA, "train.device=cuda")
+    run_train(tmp_path, "experiment=ci", *TOY_DATA, "train.device=cuda", fresh=True)  # CUDA never forked
     log = (tmp_path / "train.log").read_text()
     assert "auto: bf16 autocast, native on this CUDA" in log
     results = json.loads((tmp_path / "results.json").read_text())

@@ -51,7 +51,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path):
     stop_when(process, (killed / "checkpoints" / "step_0000020.pt").exists, "its first checkpoint")
     assert not (killed / "checkpoints" / "step_0000060.pt").exists(), "killed too late to test resuming"
 
-    run_train(killed, *common)  # the same command in the same folder
+    run_train(killed, *common, fresh=True)  # the same command in the same folder, a new interpreter
     assert "resumed from" in (killed / "train.log").read_text()
     assert_same_training(straight / "checkpoints" / "step_0000060.pt", killed / "checkpoints" / "step_0000060.pt")
 

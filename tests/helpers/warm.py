@@ -4,8 +4,8 @@ Every process that trains or translates spends ~3.5 s importing torch, torch._dy
 torch.optim imports in every step), `datasets`, SacreMoses and Hydra before its first line of work,
 and a suite starts ~100 such processes of its own (docs/tests.md, "How long it takes"). A server,
 started once per pytest worker, imports those libraries, then forks a child for each run. The child
-takes the run's folder, environment, cores, umask, arguments and standard streams (pipes, as
-subprocess gives them: its output is read until every process holding them is done) and runs the
+takes the run's folder, environment, cores, umask, arguments and standard streams (its input a
+file or /dev/null; its output pipes, read until every process holding them is done) and runs the
 script as `python SCRIPT` does (runpy, as `__main__`); its exit, an exception's traceback and exit
 status included, is the interpreter's own.
 
@@ -99,7 +99,9 @@ def _become(request: dict, streams: list[int], replies: io.TextIOBase) -> None:
     os.environ.update(request["env"])
     script = request["argv"][0]
     sys.argv = list(request["argv"])
-    if not sys.flags.safe_path:  # as `python SCRIPT` puts the script's folder first
+    if not getattr(
+        sys.flags, "safe_path", False
+    ):  # Python 3.11's -P  # as `python SCRIPT` puts the script's folder first
         sys.path.insert(0, str(Path(script).resolve().parent))
     if "numpy" in sys.modules:  # generators seeded once, in the server
         sys.modules["numpy"].random.seed()
@@ -157,6 +159,7 @@ class WarmPython:
             stdout=subprocess.DEVNULL,
             pass_fds=[writing],
             env=env,
+            cwd=Path(__file__).resolve().parents[2],  # never a test's own folder; each run takes its own
             bufsize=0,  # requests written whole by _send
         )
         os.close(writing)
@@ -238,6 +241,8 @@ class WarmPython:
                 pid = started["pid"]
                 open_readers = set(readers)
                 while open_readers:  # as subprocess's communicate(): until every writer is done
+                    if deadline is not None and time.monotonic() >= deadline:
+                        break  # a run that keeps writing is past its time too
                     wait = None if deadline is None else max(deadline - time.monotonic(), 0)
                     ready = select.select(list(open_readers), [], [], wait)[0]
                     if not ready:

@@ -99,9 +99,8 @@ def _become(request: dict, streams: list[int], replies: io.TextIOBase) -> None:
     os.environ.update(request["env"])
     script = request["argv"][0]
     sys.argv = list(request["argv"])
-    if not getattr(
-        sys.flags, "safe_path", False
-    ):  # Python 3.11's -P  # as `python SCRIPT` puts the script's folder first
+    safe_path = getattr(sys.flags, "safe_path", False)  # Python 3.11's -P; 3.10 has no such flag
+    if not safe_path:  # as `python SCRIPT` puts the script's folder first
         sys.path.insert(0, str(Path(script).resolve().parent))
     if "numpy" in sys.modules:  # generators seeded once, in the server
         sys.modules["numpy"].random.seed()

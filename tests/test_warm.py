@@ -3,8 +3,12 @@ script gives in a new interpreter, as subprocess.run reports it."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +49,13 @@ elif what == "sleep":
     print(os.getpid(), flush=True)
     import time
     time.sleep(60)
+elif what == "spawn":  # a process of its own, both pids said (written whole), then a wait past any test's
+    import time
+    child = subprocess.Popen(["sleep", "3600"])
+    with open(sys.argv[2] + ".part", "w") as said:
+        said.write(f"{os.getpid()} {child.pid}")
+    os.replace(sys.argv[2] + ".part", sys.argv[2])
+    time.sleep(3600)
 """
 RAISED = {"raise": '    raise ValueError("a traceback")', "interrupt": "    raise KeyboardInterrupt"}
 
@@ -112,6 +123,60 @@ def test_a_run_past_its_timeout_is_killed(probe):
     with pytest.raises(ProcessLookupError):
         os.kill(int(printed), 0)  # killed and reaped by the server
     assert run_script(probe, "status", check=False).returncode == 3  # and the server serves on
+
+
+def ended(pid: int) -> bool:
+    """Whether process `pid` is gone, or a zombie its new parent has yet to reap."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def test_a_run_broken_off_ends_with_every_process_it_started(probe, tmp_path):
+    """A signal while a run runs (^C, pytest's timeout) ends the run, the processes it started with
+    it (its server's whole group), and that server; the next run forks from a new one."""
+    pids = tmp_path / "pids"
+
+    class BrokenOff(Exception):
+        pass
+
+    def broken_off(signum, frame):
+        raise BrokenOff
+
+    done = threading.Event()
+
+    def signal_once_both_run():  # to the thread that waits in run_script, as a terminal's ^C comes
+        while not pids.exists():
+            if done.wait(0.05):
+                return
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, broken_off)
+    signaller = threading.Thread(target=signal_once_both_run)
+    signaller.start()
+    try:
+        with pytest.raises(BrokenOff):
+            run_script(probe, "spawn", pids)
+        broken = warm._server
+        assert broken is not None and broken.failed and broken.server.returncode is not None
+        run, child = map(int, pids.read_text().split())
+        # killed before run_script returned: what is left is the kernel's and the reaping's moment
+        deadline = time.monotonic() + 30
+        while not (ended(run) and ended(child)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ended(run), "the run outlived its breaking off"
+        assert ended(child), "a process the run started outlived it (both sleep an hour)"
+    finally:
+        done.set()
+        signaller.join()
+        signal.signal(signal.SIGUSR1, previous)
+        for pid in map(int, pids.read_text().split()) if pids.exists() else ():
+            if not ended(pid):
+                os.kill(pid, signal.SIGKILL)
+    seen = report(probe, "report")
+    assert seen["parent"] == warm._server.server.pid and warm._server is not broken
 
 
 def test_the_environment_decides_forked_or_new(probe):

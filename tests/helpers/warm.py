@@ -24,7 +24,7 @@ import io
 import json
 import locale
 import os
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -133,9 +133,24 @@ def serve() -> int | None:
         for stream in streams:
             os.close(stream)
         replies.write(json.dumps({"pid": pid}) + "\n")
-        _, status = os.waitpid(pid, 0)
+        _, status = _waited(pid)
         replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
     return 0
+
+
+def _waited(pid: int) -> tuple[int, int]:
+    """os.waitpid(pid, 0), but where stdin ends first (the client gone, even killed, mid-run: no
+    request comes while a run runs) the server ends with its whole group, the run's processes in it."""
+    run = os.pidfd_open(pid)
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(run, selectors.EVENT_READ, "run")
+            selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "client")
+            if any(key.data == "client" for key, _ in selector.select()):
+                os.killpg(0, signal.SIGKILL)
+    finally:
+        os.close(run)
+    return os.waitpid(pid, 0)
 
 
 # --- the client -----------------------------------------------------------------------------------
@@ -152,6 +167,12 @@ class WarmPython:
     def __init__(self, env: dict) -> None:
         self.env = env  # what the preloaded libraries read when imported
         reading, writing = os.pipe()
+        # A process group of its own, which its runs share: a run broken off is ended with the
+        # server and whatever the run started in the group (kill), even one forked as the client
+        # stopped waiting for its pid, and the server ends its group when the client is gone (_waited).
+        # A run's signal to its own group reaches the server (which then ends: the run broken off),
+        # not pytest or its worker; what a run starts in a session of its own (torchrun's workers) is
+        # outside the group, as it is outside a new interpreter's.
         self.server = subprocess.Popen(
             [sys.executable, __file__, str(writing)],
             stdin=subprocess.PIPE,
@@ -160,12 +181,14 @@ class WarmPython:
             env=env,
             cwd=Path(__file__).resolve().parents[2],  # never a test's own folder; each run takes its own
             bufsize=0,  # requests written whole by _send
+            start_new_session=True,
         )
         os.close(writing)
         self.replies, self.pending = reading, b""
         self.lock = threading.Lock()
         self.ready: bool | None = None  # not yet said by the server
         self.failed = False
+        self.closed = False
 
     def started(self) -> bool:
         """Whether the server has its libraries and serves (waited for the first time)."""
@@ -179,22 +202,34 @@ class WarmPython:
     def alive(self) -> bool:
         return not self.failed and self.server.poll() is None
 
-    def close(self) -> None:
-        """The server ends at the end of its requests."""
-        self.server.stdin.close()
+    def kill(self) -> None:
+        """The server and every process of its group (its runs and what they started) killed."""
         try:
-            self.server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.server.kill()
-            self.server.wait()
-        os.close(self.replies)
+            os.killpg(self.server.pid, signal.SIGKILL)
+        except ProcessLookupError:  # all of them ended already
+            pass
+        self.server.wait()
+
+    def close(self) -> None:
+        """The server ends at the end of its requests (killed, with its group, if it has not in
+        ten seconds); a second close does nothing."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.server.stdin.close()
+            try:
+                self.server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            os.close(self.replies)
 
     def _reply(self, deadline: float | None) -> dict | None:
         """The server's next line; None if it has not come by `deadline` (time.monotonic()). Read
         unbuffered, so that a line already here is never waited for."""
         while b"\n" not in self.pending:
             wait = None if deadline is None else max(deadline - time.monotonic(), 0)
-            if not select.select([self.replies], [], [], wait)[0]:
+            if not _readable([self.replies], wait):
                 return None
             chunk = os.read(self.replies, 65536)
             if not chunk:
@@ -216,39 +251,49 @@ class WarmPython:
         args = [sys.executable, *argv]
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.lock, tempfile.TemporaryDirectory(prefix="warm-") as folder:
+            if self.closed:
+                raise RuntimeError("the tests' warm Python was closed (tests/helpers/warm.py)")
             pipes = {name: os.path.join(folder, name) for name in ("stdout", "stderr")}
-            for path in pipes.values():
-                os.mkfifo(path)
-            readers = {os.open(path, os.O_RDONLY | os.O_NONBLOCK): name for name, path in pipes.items()}
-            stdin = os.devnull
-            if input is not None:
-                stdin = os.path.join(folder, "stdin")
-                Path(stdin).write_bytes(
-                    input.encode(locale.getpreferredencoding(False)) if isinstance(input, str) else input
-                )
-            umask = os.umask(0)
-            os.umask(umask)
-            request = {"argv": argv, "cwd": str(cwd), "env": env, "stdin": stdin, **pipes, "umask": umask}
-            request["affinity"] = sorted(os.sched_getaffinity(0))
+            readers: dict[int, str] = {}
             output = {"stdout": io.BytesIO(), "stderr": io.BytesIO()}
-            pid = None
+            pid, sent = None, False
             try:
+                for name, path in pipes.items():
+                    os.mkfifo(path)
+                    readers[os.open(path, os.O_RDONLY | os.O_NONBLOCK)] = name
+                stdin = os.devnull
+                if input is not None:
+                    stdin = os.path.join(folder, "stdin")
+                    Path(stdin).write_bytes(
+                        input.encode(locale.getpreferredencoding(False)) if isinstance(input, str) else input
+                    )
+                umask = os.umask(0)
+                os.umask(umask)
+                request = {"argv": argv, "cwd": str(cwd), "env": env, "stdin": stdin, **pipes, "umask": umask}
+                request["affinity"] = sorted(os.sched_getaffinity(0))
+                sent = True
                 self._send(request)
                 started = self._reply(deadline)
                 if started is None:
                     raise RuntimeError("the tests' warm Python did not start the run in time")
                 pid = started["pid"]
                 open_readers = set(readers)
+                watched = {self.replies}  # the server, until it says the run ended: its end is seen at once
                 while open_readers:  # as subprocess's communicate(): until every writer is done
                     if deadline is not None and time.monotonic() >= deadline:
                         break  # a run that keeps writing is past its time too
                     wait = None if deadline is None else max(deadline - time.monotonic(), 0)
-                    ready = select.select(list(open_readers), [], [], wait)[0]
+                    ready = _readable([*open_readers, *watched], wait)
                     if not ready:
                         break
                     for fd in ready:
                         chunk = os.read(fd, 65536)
-                        if chunk:
+                        if fd == self.replies:
+                            if not chunk:
+                                raise RuntimeError("the tests' warm Python ended (tests/helpers/warm.py)")
+                            self.pending += chunk  # the run's status, while its processes still write
+                            watched.clear()
+                        elif chunk:
                             output[readers[fd]].write(chunk)
                         else:
                             open_readers.discard(fd)
@@ -265,13 +310,9 @@ class WarmPython:
             except subprocess.TimeoutExpired:
                 raise
             except BaseException:  # a signal, ^C, the server gone: no run may read this one's replies
-                self.failed = True
-                if pid is not None:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                self.server.kill()
+                if sent:  # else the server never heard of this run and serves on
+                    self.failed = True
+                    self.kill()  # the run with it, whether or not its pid had come
                 raise
             finally:
                 for fd in readers:
@@ -282,7 +323,17 @@ class WarmPython:
         return subprocess.CompletedProcess(args, done["returncode"], out, err)
 
 
+def _readable(fds: list[int], wait: float | None) -> list[int]:
+    """Those of `fds` that can be read (or have ended) within `wait` seconds (None: however long);
+    epoll, unlike select, takes a descriptor numbered 1024 or more (a worker holding many files)."""
+    with selectors.DefaultSelector() as selector:
+        for fd in fds:
+            selector.register(fd, selectors.EVENT_READ)
+        return [key.fd for key, _ in selector.select(wait)]
+
+
 _server: WarmPython | None = None  # this process's
+_server_lock = threading.Lock()  # tests that run scripts from threads of their own start one server
 
 
 def _changed(env: dict, other: dict) -> set[str]:
@@ -300,13 +351,14 @@ def warm_python(env: dict) -> WarmPython | None:
     here = dict(os.environ)
     if _changed(env, here):
         return None
-    if _server is None or not _server.alive() or _changed(here, _server.env):
-        if _server is not None and _server.ready is False:
-            return None  # its imports printed or left a thread: no server can serve here
-        if _server is not None:
-            _server.close()
-        _server = WarmPython(here)
-    return _server if _server.started() else None
+    with _server_lock:
+        if _server is None or not _server.alive() or _changed(here, _server.env):
+            if _server is not None and _server.ready is False:
+                return None  # its imports printed or left a thread: no server can serve here
+            if _server is not None:
+                _server.close()
+            _server = WarmPython(here)
+        return _server if _server.started() else None
 
 
 if __name__ == "__main__":

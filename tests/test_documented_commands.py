@@ -4,7 +4,9 @@ in COMMANDS fails the first test.
 
 A command runs in a user's checkout: a folder holding links to this checkout's files (its own copy
 of bench/ and docs/, which commands write into) where `runs/`, `exports/` and the cache are its own,
-with the virtual environment on PATH as if activated. What a command writes stays there.
+with the virtual environment on PATH as if activated. What a command writes stays there. A line
+that runs one script with the project's Python (a `make train` as make would run it) forks from a
+warm Python started in the checkout's environment (tests/helpers/warm.py); any other runs in bash.
 
 As written, except:
 - what stands for the user's own things is made real: `$MULTI30K_DIR` and `/path/to/multi30k` are
@@ -47,10 +49,12 @@ from helpers.argos import ENV as ARGOS_ENV
 from helpers.argos import INSTALL as ARGOS_INSTALL
 from helpers.argos import argos_python, started_libretranslate
 from helpers.browser import browser_missing
+from helpers.commands import python_run
 from helpers.documented import documented_commands
 from helpers.servers import free_port
 from helpers.shared import shared_folder
 from helpers.terminal import open_terminal
+from helpers.warm import warm_python
 from inference.argos_package import offline_environ
 
 # Steps and data of a training run on the toy corpus: 2 steps, 5 sentences to validate and test on.
@@ -464,9 +468,17 @@ class Checkout:
         `argos`, where argostranslate keeps its packages in the checkout, offline."""
         env = {**self.env, "MULTI30K_DIR": self.multi30k} if multi30k else self.argos_env if argos else self.env
         assert not multi30k or self.multi30k, "the test asks for multi30k_dir first"
-        done = subprocess.run(
-            ["bash", "-c", command], cwd=self.root, env=env, capture_output=True, text=True, timeout=timeout
-        )
+        # a line that runs one script with this Python (`make train` included, as make runs it)
+        # forks from a warm Python started in the line's environment: the process make or bash
+        # would start, without its ~3.5 s of imports (tests/helpers/warm.py); any other, in bash
+        python = python_run(command, self.root, env)
+        warm = python and warm_python({**env, **python[0]}, own_environment=True)
+        if python and warm:
+            done = warm.run(python[1], self.root, {**env, **python[0]}, None, True, timeout)
+        else:
+            done = subprocess.run(
+                ["bash", "-c", command], cwd=self.root, env=env, capture_output=True, text=True, timeout=timeout
+            )
         if check:
             assert done.returncode == 0, (
                 f"{command}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"

@@ -14,6 +14,7 @@ import pytest
 
 import helpers.warm as warm
 from helpers import ROOT, run_script
+from helpers.commands import python_run
 
 PROBE = """
 import json, os, stat, subprocess, sys
@@ -79,7 +80,7 @@ def report(*args, **kwargs) -> dict:
 def test_the_server_is_ready_here(probe):
     """Its imports printed nothing and left no thread of Python's: the suite's runs fork."""
     run_script(probe, "status", check=False)
-    assert warm._server is not None and warm._server.ready
+    assert (server := warm.server_for(dict(os.environ))) is not None and server.ready
 
 
 def test_a_forked_run_is_the_scripts_own(probe):
@@ -87,7 +88,7 @@ def test_a_forked_run_is_the_scripts_own(probe):
     fresh = cold(probe, "report", "x y", input="typed\n")
     assert forked.stderr == fresh.stderr == "to stderr\nand a bar\nredrawn\n"  # text as subprocess's
     seen, theirs = json.loads(forked.stdout), json.loads(fresh.stdout)
-    assert seen["parent"] == warm._server.server.pid  # forked, not a new interpreter
+    assert seen["parent"] == warm.server_for(dict(os.environ)).server.pid  # forked, not a new interpreter
     for key in ("argv", "cwd", "corpus", "path0", "stdin", "cores", "umask", "pipes"):
         assert seen[key] == theirs[key], key
     assert seen["argv"] == ["report", "x y"] and seen["stdin"] == "typed\n" and seen["pipes"] == [True, True]
@@ -159,7 +160,7 @@ def test_a_run_broken_off_ends_with_every_process_it_started(probe, tmp_path):
     try:
         with pytest.raises(BrokenOff):
             run_script(probe, "spawn", pids)
-        broken = warm._server
+        broken = warm.server_for(dict(os.environ))
         assert broken is not None and broken.failed and broken.server.returncode is not None
         run, child = map(int, pids.read_text().split())
         # killed before run_script returned: what is left is the kernel's and the reaping's moment
@@ -176,13 +177,14 @@ def test_a_run_broken_off_ends_with_every_process_it_started(probe, tmp_path):
             if not ended(pid):
                 os.kill(pid, signal.SIGKILL)
     seen = report(probe, "report")
-    assert seen["parent"] == warm._server.server.pid and warm._server is not broken
+    now = warm.server_for(dict(os.environ))
+    assert seen["parent"] == now.server.pid and now is not broken
 
 
 def test_the_environment_decides_forked_or_new(probe):
     own = {**os.environ, "MULTI30K_DIR": "/somewhere"}
     seen = report(probe, "report", env=own)
-    assert seen["parent"] == warm._server.server.pid  # a variable read as the code runs: forked
+    assert seen["parent"] == warm.server_for(dict(os.environ)).server.pid  # a variable read as the code runs: forked
     assert seen["corpus"] == "/somewhere"
     assert report(probe, "report", env={k: v for k, v in own.items() if k != "MULTI30K_DIR"})["corpus"] is None
     other = {**os.environ, "MINITRANS_WARM_PROBE": "1"}  # any other may be read by a library as it is imported
@@ -196,5 +198,50 @@ def test_a_server_started_again_where_this_processs_environment_moved(probe, mon
     before = report(probe, "report")["parent"]
     monkeypatch.setenv("MINITRANS_WARM_PROBE", "1")
     moved = report(probe, "report")["parent"]
-    assert moved == warm._server.server.pid and moved not in (before, os.getpid())
-    assert warm._server.env["MINITRANS_WARM_PROBE"] == "1"
+    assert moved == warm.server_for(dict(os.environ)).server.pid and moved not in (before, os.getpid())
+    assert warm.server_for(dict(os.environ)).env["MINITRANS_WARM_PROBE"] == "1"
+
+
+def test_an_environment_of_its_own_forks_from_a_server_started_in_it(probe):
+    """The documented commands' checkout: its runs share an environment the worker's lacks (a
+    variable a library may read when imported), and fork from a server whose libraries were imported
+    in that environment; the least recently used of more than MOST_SERVERS is closed."""
+    own = [{**os.environ, "MINITRANS_WARM_PROBE": f"own {i}"} for i in range(warm.MOST_SERVERS + 1)]
+    servers = []
+    for env in own:
+        server = warm.warm_python(env, own_environment=True)
+        seen = json.loads(server.run([str(probe), "report"], ROOT, env, None, True, 120).stdout)
+        assert (
+            seen["parent"] == server.server.pid != os.getpid()
+            and server.env["MINITRANS_WARM_PROBE"] == env["MINITRANS_WARM_PROBE"]
+        )
+        assert warm.warm_python(env, own_environment=True) is server  # kept for the next run
+        servers.append(server)
+    assert servers[0].closed and servers[0].server.returncode is not None  # the oldest, closed
+    assert warm.server_for(own[0]) is None and all(warm.server_for(env) for env in own[1:])
+    assert warm.warm_python(own[1]) is None  # not this process's environment: a new interpreter
+
+
+def test_a_documented_line_forks_only_where_it_runs_one_script_with_this_python(tmp_path):
+    """python_run: the variables and arguments of the one script a line runs (bash's expansion, and
+    make's own line for `make train`), None for anything else."""
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "CORPUS": "/a b"}
+    assert python_run('.venv/bin/python translate.py -c "$CORPUS" "Ein Hund."', ROOT, env) == (
+        {},
+        ["translate.py", "-c", "/a b", "Ein Hund."],
+    )
+    assert python_run("X=1 python train.py a=[b]", ROOT, env) == ({"X": "1"}, ["train.py", "a=[b]"])
+    variables, args = python_run("make train ARGS=\"experiment=ci a='x y'\"", ROOT, env)
+    assert set(variables) == {"LD_PRELOAD"} and args == ["train.py", "experiment=ci", "a=x y"]
+    for other in (
+        "cat s.de | .venv/bin/python translate.py -c runs/RUN",
+        ".venv/bin/python translate.py -c runs/RUN > out.en",
+        ".venv/bin/python translate.py -c runs/RUN && echo done",
+        ".venv/bin/python translate.py -c $(echo runs/RUN)",
+        ".venv/bin/python -m analysis.formulas -c runs/RUN",
+        "python3 -c 'print(1)'",
+        f"{os.path.realpath(sys.executable)} train.py",  # the interpreter the environment's links to
+        ".venv/bin/python no_such_script.py",
+        "make install",
+    ):
+        assert python_run(other, ROOT, env) is None, other

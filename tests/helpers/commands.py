@@ -2,6 +2,9 @@
 Python where it may be (warm.py), else a new interpreter."""
 
 import os
+import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +44,55 @@ def run_script(
 def run_train(run_dir: Path, *overrides: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
     """`python train.py OVERRIDES` writing into `run_dir`."""
     return run_script("train.py", f"hydra.run.dir={run_dir}", *overrides, check=check, **kwargs)
+
+
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def python_run(command: str, cwd: Path, env: dict) -> tuple[dict, list[str]] | None:
+    """`command`, a line for bash, as the variables it sets and the arguments it gives this
+    interpreter (`[SCRIPT, *ARGS]`, as bash expands them) where it runs one script with it and
+    nothing else; None for any other line (a pipe, a redirection, a list, a substitution, Python's
+    own options, another program). `make ...` is the line make would run (`make -n`), where that is
+    one line."""
+    if command.startswith("make "):
+        shown = subprocess.run(
+            ["bash", "-c", "make -n -s " + command.removeprefix("make ")],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        lines = shown.stdout.splitlines()
+        if shown.returncode != 0 or len(lines) != 1:
+            return None
+        command = lines[0]
+    if "`" in command or "$(" in command:
+        return None
+    tokens = shlex.shlex(command, posix=True, punctuation_chars=True)
+    tokens.whitespace_split = True
+    if any(token and set(token) <= set("();<>|&") for token in tokens):
+        return None
+    # the words as bash expands them (variables, quotes), each ended by NUL
+    expanded = subprocess.run(
+        ["bash", "-c", f"set -- {command}; printf '%s\\0' \"$@\""], cwd=cwd, env=env, capture_output=True
+    )
+    if expanded.returncode != 0:
+        return None
+    words = [os.fsdecode(word) for word in expanded.stdout.split(b"\0")[:-1]]
+    variables = {}
+    while words and ASSIGNMENT.match(words[0]):
+        name, value = words.pop(0).split("=", 1)
+        variables[name] = value
+    if len(words) < 2 or not words[1].endswith(".py") or not (cwd / words[1]).is_file():
+        return None
+    program = str(cwd / words[0]) if "/" in words[0] else shutil.which(words[0], path=env.get("PATH"))
+    # this interpreter where it stands: a virtual environment's python links to the system's
+    if program is None or not all(
+        os.path.realpath(part(program)) == os.path.realpath(part(sys.executable)) for part in (os.path.dirname, str)
+    ):
+        return None
+    return variables, words[1:]
 
 
 def start_script(argv: list[str], **popen_args) -> subprocess.Popen:

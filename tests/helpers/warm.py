@@ -15,7 +15,8 @@ and numpy's own), the string hash seed, and whatever random state nobody seeds a
 `datasets`' generators are). So a run forks only where its environment differs from the server's
 in variables read as the code runs (READ_AS_IT_RUNS), and a test that compares two runs for exactly
 the same result runs one of them in a new interpreter (`run_script(..., fresh=True)`), as do the
-documented commands (run as written) and the runs a test interrupts (`start_script`).
+runs a test interrupts (`start_script`). The documented commands' checkout runs in an environment
+of its own: its one-script lines fork from a server started in it (`own_environment`).
 
     python tests/helpers/warm.py REPLY_FD   # the server: requests on stdin, replies on REPLY_FD
 """
@@ -332,8 +333,11 @@ def _readable(fds: list[int], wait: float | None) -> list[int]:
         return [key.fd for key, _ in selector.select(wait)]
 
 
-_server: WarmPython | None = None  # this process's
-_server_lock = threading.Lock()  # tests that run scripts from threads of their own start one server
+# this process's servers, by the environment they were started in (but READ_AS_IT_RUNS), least
+# recently used first: its own, and a documented command checkout's (many runs in one environment)
+_servers: dict[frozenset, WarmPython] = {}
+_servers_lock = threading.Lock()  # tests that run scripts from threads of their own start one server
+MOST_SERVERS = 3  # each holds its libraries' memory (~0.4 GB): the least recently used is closed
 
 
 def _changed(env: dict, other: dict) -> set[str]:
@@ -341,24 +345,40 @@ def _changed(env: dict, other: dict) -> set[str]:
     return {k for k in env.keys() | other.keys() if env.get(k) != other.get(k)} - READ_AS_IT_RUNS
 
 
-def warm_python(env: dict) -> WarmPython | None:
-    """This process's warm Python for a run in `env`, or None where the run may not fork: its
-    environment differs from this process's in a variable a library may read when imported (the
-    run starts a new interpreter), or the server cannot serve here. Started at the first run, and
-    again where this process's environment has moved since (a test or library set a variable) or
-    a run broke off."""
-    global _server
+def _key(env: dict) -> frozenset:
+    return frozenset((k, v) for k, v in env.items() if k not in READ_AS_IT_RUNS)
+
+
+def server_for(env: dict) -> WarmPython | None:
+    """The server started for runs in `env`, if any (started or not, alive or not)."""
+    return _servers.get(_key(env))
+
+
+def warm_python(env: dict, own_environment: bool = False) -> WarmPython | None:
+    """A warm Python for a run in `env`, or None where the run may not fork. Without
+    `own_environment`, this process's: a run whose environment differs from this process's in a
+    variable a library may read when imported starts a new interpreter; with it, a server started
+    in `env` itself (the documented commands' checkout, whose many runs share an environment of
+    their own). Started at the first run for that environment, and again where a run broke off;
+    None where a server cannot serve here (its imports printed or left a thread)."""
     here = dict(os.environ)
-    if _changed(env, here):
+    if not own_environment and _changed(env, here):
         return None
-    with _server_lock:
-        if _server is None or not _server.alive() or _changed(here, _server.env):
-            if _server is not None and _server.ready is False:
-                return None  # its imports printed or left a thread: no server can serve here
-            if _server is not None:
-                _server.close()
-            _server = WarmPython(here)
-        return _server if _server.started() else None
+    start_in = env if own_environment else here
+    key = _key(start_in)
+    with _servers_lock:
+        server = _servers.pop(key, None)
+        if server is not None and server.ready is False:
+            _servers[key] = server
+            return None  # its imports printed or left a thread: no server can serve here
+        if server is None or not server.alive():
+            if server is not None:
+                server.close()
+            while len(_servers) >= MOST_SERVERS:
+                _servers.pop(next(iter(_servers))).close()
+            server = WarmPython(start_in)
+        _servers[key] = server  # the most recently used last
+        return server if server.started() else None
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ from helpers.documented import documented_commands
 from helpers.servers import free_port
 from helpers.shared import shared_folder
 from helpers.terminal import open_terminal
-from helpers.warm import warm_python
+from helpers.warm import ServerClosed, warm_python
 from inference.argos_package import offline_environ
 
 # Steps and data of a training run on the toy corpus: 2 steps, 5 sentences to validate and test on.
@@ -324,6 +324,7 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed_inside"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/hour_recipe"': Command(short=SHORT),
     'make train ARGS="hydra.run.dir=runs/hour_recipe_s47"': Command(short=SHORT),
+    'make train ARGS="hydra.run.dir=runs/hour_recipe_s49"': Command(short=SHORT),
     'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed_s47"': Command(short=SHORT),
     'make train ARGS="experiment=typed data.augment.typos=0.3 data.augment.copy_through=0.05 '
     'data.augment.copy_inside=0.1 hydra.run.dir=runs/hour_typed_t03_s48"': Command(short=SHORT),
@@ -472,10 +473,14 @@ class Checkout:
         # forks from a warm Python started in the line's environment: the process make or bash
         # would start, without its ~3.5 s of imports (tests/helpers/warm.py); any other, in bash
         python = python_run(command, self.root, env)
-        warm = python and warm_python({**env, **python[0]}, own_environment=True)
-        if python and warm:
-            done = warm.run(python[1], self.root, {**env, **python[0]}, None, True, timeout)
-        else:
+        warm = None if python is None else warm_python(python[0], own_environment=True)
+        done = None
+        if warm is not None:
+            try:
+                done = warm.run(python[1], self.root, python[0], None, True, timeout)
+            except ServerClosed:  # closed for another environment's server meanwhile
+                pass
+        if done is None:
             done = subprocess.run(
                 ["bash", "-c", command], cwd=self.root, env=env, capture_output=True, text=True, timeout=timeout
             )

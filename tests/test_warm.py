@@ -30,6 +30,9 @@ if what == "report":
         "path0": sys.path[0], "stdin": sys.stdin.read(), "parent": os.getppid(), "pid": os.getpid(),
         "draw": numpy.random.rand(), "cores": sorted(os.sched_getaffinity(0)), "umask": umask,
         "pipes": [stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (1, 2)],
+        "probe": os.environ.get("MINITRANS_WARM_PROBE"),
+        "preloaded": bool(os.environ.get("LD_PRELOAD"))
+        and os.path.realpath(os.environ["LD_PRELOAD"]) in open("/proc/self/maps").read(),
     }))
     print("to stderr\\r\\nand a bar\\rredrawn", file=sys.stderr)
 elif what == "message":
@@ -202,37 +205,57 @@ def test_a_server_started_again_where_this_processs_environment_moved(probe, mon
     assert warm.server_for(dict(os.environ)).env["MINITRANS_WARM_PROBE"] == "1"
 
 
-def test_an_environment_of_its_own_forks_from_a_server_started_in_it(probe):
+def environ_of(pid: int) -> dict:
+    """A process's environment as the kernel holds it (what it started with)."""
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")[:-1]
+    return dict(os.fsdecode(pair).split("=", 1) for pair in pairs)
+
+
+def test_an_environment_of_its_own_forks_from_a_server_started_in_it(probe, monkeypatch):
     """The documented commands' checkout: its runs share an environment the worker's lacks (a
-    variable a library may read when imported), and fork from a server whose libraries were imported
-    in that environment; the least recently used of more than MOST_SERVERS is closed."""
-    own = [{**os.environ, "MINITRANS_WARM_PROBE": f"own {i}"} for i in range(warm.MOST_SERVERS + 1)]
-    servers = []
-    for env in own:
-        server = warm.warm_python(env, own_environment=True)
-        seen = json.loads(server.run([str(probe), "report"], ROOT, env, None, True, 120).stdout)
-        assert (
-            seen["parent"] == server.server.pid != os.getpid()
-            and server.env["MINITRANS_WARM_PROBE"] == env["MINITRANS_WARM_PROBE"]
-        )
-        assert warm.warm_python(env, own_environment=True) is server  # kept for the next run
-        servers.append(server)
-    assert servers[0].closed and servers[0].server.returncode is not None  # the oldest, closed
-    assert warm.server_for(own[0]) is None and all(warm.server_for(env) for env in own[1:])
-    assert warm.warm_python(own[1]) is None  # not this process's environment: a new interpreter
+    variable a library may read when imported, make's allocator preloaded), and fork from a server
+    started in that environment; past MOST_SERVERS the least recently used is closed."""
+    monkeypatch.setattr(warm, "MOST_SERVERS", 2)
+    mimalloc = sorted((ROOT / ".venv" / "lib").glob("python3*/site-packages/cmeel.prefix/lib/libmimalloc.so"))
+    preload = {"LD_PRELOAD": str(mimalloc[0])} if mimalloc else {}
+    own = [{**os.environ, **preload, "MINITRANS_WARM_PROBE": f"own {i}"} for i in range(3)]
+    servers = {}
+    try:
+        for i in (0, 1, 0, 2):  # the first used again before the third: the second is the least recent
+            env = own[i]
+            server = servers.setdefault(i, warm.warm_python(env, own_environment=True))
+            assert warm.warm_python(env, own_environment=True) is server  # kept for the next run
+            seen = json.loads(server.run([str(probe), "report"], ROOT, env, None, True, 120).stdout)
+            assert seen["parent"] == server.server.pid != os.getpid()
+            started_in = environ_of(server.server.pid)
+            assert started_in["MINITRANS_WARM_PROBE"] == f"own {i}" and seen["probe"] == f"own {i}"
+            if preload:  # the allocator loaded in the server, so in the run forked from it
+                assert started_in["LD_PRELOAD"] == preload["LD_PRELOAD"] and seen["preloaded"]
+        assert servers[1].closed and servers[1].server.returncode is not None  # the least recent, closed
+        assert not servers[0].closed and not servers[2].closed
+        assert warm.server_for(own[1]) is None and warm.server_for(own[0]) is servers[0]
+        assert warm.warm_python(own[0]) is None  # not this process's environment: a new interpreter
+    finally:
+        for server in servers.values():  # ~0.4 GB each: not kept for the module's other tests
+            server.close()
 
 
-def test_a_documented_line_forks_only_where_it_runs_one_script_with_this_python(tmp_path):
-    """python_run: the variables and arguments of the one script a line runs (bash's expansion, and
-    make's own line for `make train`), None for anything else."""
+def test_a_documented_line_forks_only_where_it_runs_one_script_with_this_python():
+    """python_run: the environment and arguments of the one script a line runs (bash's expansion,
+    and for `make train` make's own line and environment), None for anything else."""
+    if Path(sys.executable) != ROOT / ".venv" / "bin" / "python":
+        pytest.skip("the documented commands run .venv/bin/python: run the suite with it (make test)")
+    if subprocess.run(["make", "-q", ".venv/.installed"], cwd=ROOT).returncode != 0:
+        pytest.skip("make would install the environment first (make install)")
     env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "CORPUS": "/a b"}
     assert python_run('.venv/bin/python translate.py -c "$CORPUS" "Ein Hund."', ROOT, env) == (
-        {},
+        env,
         ["translate.py", "-c", "/a b", "Ein Hund."],
     )
-    assert python_run("X=1 python train.py a=[b]", ROOT, env) == ({"X": "1"}, ["train.py", "a=[b]"])
-    variables, args = python_run("make train ARGS=\"experiment=ci a='x y'\"", ROOT, env)
-    assert set(variables) == {"LD_PRELOAD"} and args == ["train.py", "experiment=ci", "a=x y"]
+    assert python_run('X="1 2" python train.py a=[b]', ROOT, env) == ({**env, "X": "1 2"}, ["train.py", "a=[b]"])
+    made, args = python_run("make train ARGS=\"experiment=ci a='x y'\"", ROOT, env)
+    assert args == ["train.py", "experiment=ci", "a=x y"]
+    assert "LD_PRELOAD" in made and made["MAKELEVEL"] == "1" and made["CORPUS"] == "/a b"  # as make gives it
     for other in (
         "cat s.de | .venv/bin/python translate.py -c runs/RUN",
         ".venv/bin/python translate.py -c runs/RUN > out.en",
@@ -242,6 +265,8 @@ def test_a_documented_line_forks_only_where_it_runs_one_script_with_this_python(
         "python3 -c 'print(1)'",
         f"{os.path.realpath(sys.executable)} train.py",  # the interpreter the environment's links to
         ".venv/bin/python no_such_script.py",
+        '"X=1" python train.py',  # a quoted word is no assignment: bash looks for a program "X=1"
+        "PATH=/nowhere python train.py",  # the program looked up in the line's own PATH
         "make install",
     ):
         assert python_run(other, ROOT, env) is None, other

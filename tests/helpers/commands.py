@@ -8,11 +8,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from helpers.warm import warm_python
+from helpers.warm import ServerClosed, warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,9 +32,13 @@ def run_script(
     argv = command(script, *args)
     env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
     warm = None if fresh or set(kwargs) - {"env", "input"} else warm_python(env)
+    result = None
     if warm is not None:
-        result = warm.run(argv[1:], ROOT, env, kwargs.get("input"), text, timeout)
-    else:
+        try:
+            result = warm.run(argv[1:], ROOT, env, kwargs.get("input"), text, timeout)
+        except ServerClosed:  # closed for another environment's server meanwhile
+            pass
+    if result is None:
         result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=text, timeout=timeout, **kwargs)
     if check and result.returncode != 0:
         stderr = result.stderr if text else result.stderr.decode(errors="replace")
@@ -47,27 +52,51 @@ def run_train(run_dir: Path, *overrides: str, check: bool = True, **kwargs) -> s
 
 
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# make's SHELL while a line is looked at: it keeps the line make would run (its `-c` and the line,
+# once a recipe line) and the environment make would run it in, and runs nothing
+RECORDER = """#!/bin/sh
+printf '%s\\0' "$@" >> "$MINITRANS_RECORDED.line"
+env -0 > "$MINITRANS_RECORDED.env"
+"""
+
+
+def as_make_runs_it(command: str, cwd: Path, env: dict) -> tuple[str, dict] | None:
+    """`make ...` as the one line make would run for it and the environment make gives that line
+    (make's own variables, what it exports), with a shell that only records them; None where make
+    would run more than one line (a target out of date before it, a `$(shell ...)`)."""
+    with tempfile.TemporaryDirectory(prefix="make-") as folder:
+        recorder, recorded = Path(folder) / "sh", Path(folder) / "recorded"
+        recorder.write_text(RECORDER)
+        recorder.chmod(0o755)
+        looked = subprocess.run(
+            ["bash", "-c", f"{command} SHELL={recorder}"],
+            cwd=cwd,
+            env={**env, "MINITRANS_RECORDED": str(recorded)},
+            capture_output=True,
+        )
+        line = Path(f"{recorded}.line")
+        if looked.returncode != 0 or not line.exists():
+            return None
+        words = [os.fsdecode(word) for word in line.read_bytes().split(b"\0")[:-1]]
+        if len(words) != 2 or words[0] != "-c":
+            return None
+        pairs = [os.fsdecode(pair).split("=", 1) for pair in Path(f"{recorded}.env").read_bytes().split(b"\0")[:-1]]
+    made = {name: value for name, value in pairs if name != "MINITRANS_RECORDED"}
+    return words[1], made
 
 
 def python_run(command: str, cwd: Path, env: dict) -> tuple[dict, list[str]] | None:
-    """`command`, a line for bash, as the variables it sets and the arguments it gives this
-    interpreter (`[SCRIPT, *ARGS]`, as bash expands them) where it runs one script with it and
-    nothing else; None for any other line (a pipe, a redirection, a list, a substitution, Python's
-    own options, another program). `make ...` is the line make would run (`make -n`), where that is
-    one line."""
+    """`command`, a line for bash, as the environment and the arguments it gives this interpreter
+    (`[SCRIPT, *ARGS]`, as bash expands them) where it runs one script with it and nothing else;
+    None for any other line (a pipe, a redirection, a list, a substitution, Python's own options,
+    another program). `make ...` is the line make would run, in the environment make gives it
+    (as_make_runs_it)."""
     if command.startswith("make "):
-        shown = subprocess.run(
-            ["bash", "-c", "make -n -s " + command.removeprefix("make ")],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        lines = shown.stdout.splitlines()
-        if shown.returncode != 0 or len(lines) != 1:
+        made = as_make_runs_it(command, cwd, env)
+        if made is None:
             return None
-        command = lines[0]
-    if "`" in command or "$(" in command:
+        command, env = made
+    if "`" in command or "$(" in command or "\n" in command:
         return None
     tokens = shlex.shlex(command, posix=True, punctuation_chars=True)
     tokens.whitespace_split = True
@@ -80,10 +109,16 @@ def python_run(command: str, cwd: Path, env: dict) -> tuple[dict, list[str]] | N
     if expanded.returncode != 0:
         return None
     words = [os.fsdecode(word) for word in expanded.stdout.split(b"\0")[:-1]]
-    variables = {}
-    while words and ASSIGNMENT.match(words[0]):
-        name, value = words.pop(0).split("=", 1)
-        variables[name] = value
+    # bash takes NAME=value for a variable only as written so, before the program: not quoted, not
+    # the result of an expansion
+    written = shlex.split(command, posix=False)
+    assignments = 0
+    while assignments < len(written) and ASSIGNMENT.match(written[assignments]):
+        assignments += 1
+    if not all(ASSIGNMENT.match(word) for word in words[:assignments]):
+        return None
+    env = {**env, **dict(word.split("=", 1) for word in words[:assignments])}
+    words = words[assignments:]
     if len(words) < 2 or not words[1].endswith(".py") or not (cwd / words[1]).is_file():
         return None
     program = str(cwd / words[0]) if "/" in words[0] else shutil.which(words[0], path=env.get("PATH"))
@@ -92,7 +127,7 @@ def python_run(command: str, cwd: Path, env: dict) -> tuple[dict, list[str]] | N
         os.path.realpath(part(program)) == os.path.realpath(part(sys.executable)) for part in (os.path.dirname, str)
     ):
         return None
-    return variables, words[1:]
+    return env, words[1:]
 
 
 def start_script(argv: list[str], **popen_args) -> subprocess.Popen:

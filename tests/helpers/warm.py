@@ -3,7 +3,8 @@
 Every process that trains or translates spends ~3.5 s importing torch, torch._dynamo (which
 torch.optim imports in every step), `datasets`, SacreMoses and Hydra before its first line of work,
 and a suite starts ~100 such processes of its own (docs/tests.md, "How long it takes"). A server,
-started once per pytest worker, imports those libraries, then forks a child for each run. The child
+started once per pytest worker and environment, imports those libraries, then forks a child for
+each run. The child
 takes the run's folder, environment, cores, umask, arguments and standard streams (its input a
 file or /dev/null; its output pipes, read until every process holding them is done) and runs the
 script as `python SCRIPT` does (runpy, as `__main__`); its exit, an exception's traceback and exit
@@ -48,8 +49,11 @@ PRELOADED = (
     "omegaconf",
 )
 # variables read as the code runs, never at import time (the project's corpus folder; pytest's name
-# of the test, set anew for each): a run may set, change or drop them and still be forked
-READ_AS_IT_RUNS = frozenset({"MULTI30K_DIR", "PYTEST_CURRENT_TEST"})
+# of the test, set anew for each; what make hands the line it runs: its flags, level and the
+# command line's variables): a run may set, change or drop them and still be forked
+READ_AS_IT_RUNS = frozenset(
+    {"MULTI30K_DIR", "PYTEST_CURRENT_TEST", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "ARGS"}
+)
 
 
 # --- the server -----------------------------------------------------------------------------------
@@ -107,7 +111,8 @@ def _become(request: dict, streams: list[int], replies: io.TextIOBase) -> None:
         sys.modules["numpy"].random.seed()
     if "datasets.fingerprint" in sys.modules:
         sys.modules["datasets.fingerprint"].fingerprint_rng.seed()
-    runpy.run_path(script, run_name="__main__")  # its SystemExit or exception ends the interpreter
+    # `__file__` as Python 3.9 and later give it, absolute (not resolved); sys.argv[0] as written
+    runpy.run_path(os.path.abspath(script), run_name="__main__")  # its SystemExit or exception ends the interpreter
 
 
 def serve() -> int | None:
@@ -162,6 +167,10 @@ def _decoded(data: bytes) -> str:
     return data.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
 
 
+class ServerClosed(RuntimeError):
+    """The server was closed before the run was sent (warm_python closed it for another)."""
+
+
 class WarmPython:
     """A server and its runs, one at a time; `failed` once a run broke off (the server stopped)."""
 
@@ -193,11 +202,13 @@ class WarmPython:
 
     def started(self) -> bool:
         """Whether the server has its libraries and serves (waited for the first time)."""
-        if self.ready is None:
-            try:
-                self.ready = self._reply(time.monotonic() + 120)["ready"]
-            except (RuntimeError, TypeError):  # it ended, or said nothing in two minutes
-                self.ready = False
+        with self.lock:  # one thread reads the server's first line
+            if self.ready is None:
+                try:
+                    self.ready = self._reply(time.monotonic() + 120)["ready"]
+                except (RuntimeError, TypeError):  # it ended, or said nothing in two minutes
+                    self.ready = False
+                    self.kill()  # not left importing
         return bool(self.ready) and self.alive()
 
     def alive(self) -> bool:
@@ -252,8 +263,8 @@ class WarmPython:
         args = [sys.executable, *argv]
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.lock, tempfile.TemporaryDirectory(prefix="warm-") as folder:
-            if self.closed:
-                raise RuntimeError("the tests' warm Python was closed (tests/helpers/warm.py)")
+            if self.closed:  # closed for another server while the caller held it: a new interpreter serves
+                raise ServerClosed("the tests' warm Python was closed (tests/helpers/warm.py)")
             pipes = {name: os.path.join(folder, name) for name in ("stdout", "stderr")}
             readers: dict[int, str] = {}
             output = {"stdout": io.BytesIO(), "stderr": io.BytesIO()}
@@ -300,10 +311,13 @@ class WarmPython:
                             open_readers.discard(fd)
                 done = self._reply(deadline) if not open_readers else None
                 if done is None:  # past the timeout: as subprocess.run, the child killed, then the time said
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:  # ended and reaped; its processes held the pipes
-                        pass
+                    if (
+                        watched
+                    ):  # else it ended, reaped by the server (its pid free again); its processes held the pipes
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:  # ended as the time ran out
+                            pass
                     self._reply(None)
                     raise subprocess.TimeoutExpired(
                         args, timeout, output["stdout"].getvalue(), output["stderr"].getvalue()
@@ -337,7 +351,9 @@ def _readable(fds: list[int], wait: float | None) -> list[int]:
 # recently used first: its own, and a documented command checkout's (many runs in one environment)
 _servers: dict[frozenset, WarmPython] = {}
 _servers_lock = threading.Lock()  # tests that run scripts from threads of their own start one server
-MOST_SERVERS = 3  # each holds its libraries' memory (~0.4 GB): the least recently used is closed
+# each holds its libraries' memory (~0.4 GB): the least recently used is closed past this many (a
+# worker's own, the checkout's with and without make's allocator, the checkout's for Argos, one more)
+MOST_SERVERS = 5
 
 
 def _changed(env: dict, other: dict) -> set[str]:
@@ -366,19 +382,22 @@ def warm_python(env: dict, own_environment: bool = False) -> WarmPython | None:
         return None
     start_in = env if own_environment else here
     key = _key(start_in)
+    closing = []
     with _servers_lock:
         server = _servers.pop(key, None)
         if server is not None and server.ready is False:
             _servers[key] = server
-            return None  # its imports printed or left a thread: no server can serve here
+            return None  # its imports printed or left a thread, or it never started: none serves here
         if server is None or not server.alive():
             if server is not None:
-                server.close()
+                closing.append(server)
             while len(_servers) >= MOST_SERVERS:
-                _servers.pop(next(iter(_servers))).close()
+                closing.append(_servers.pop(next(iter(_servers))))
             server = WarmPython(start_in)
         _servers[key] = server  # the most recently used last
-        return server if server.started() else None
+    for old in closing:  # outside the lock: a run of another thread's may hold one a while
+        old.close()
+    return server if server.started() else None
 
 
 if __name__ == "__main__":

@@ -269,5 +269,14 @@ def test_a_documented_line_forks_only_where_it_runs_one_script_with_this_python(
         '"X=1" python train.py',  # a quoted word is no assignment: bash looks for a program "X=1"
         "PATH=/nowhere python train.py",  # the program looked up in the line's own PATH
         "make install",
+        ".venv/bin/python translate.py -c a#b > out.en",  # a # inside a word hides nothing from bash
+        ".venv/bin/python translate.py -c runs/RUN 2>&1",
+        ".venv/bin/python translate.py -c runs/RUN; echo done",
+        '.venv/bin/python translate.py "a\\" "',  # bash reads it; shlex cannot: bash runs it
+        "make train | tee train.log",  # never looked up with make: that would run the recipe
     ):
         assert python_run(other, ROOT, env) is None, other
+    assert not Path(ROOT / "out.en").exists() and not Path(ROOT / "train.log").exists()
+    # make's line is expanded as make's /bin/sh expands it: no brace expansion
+    _, args = python_run('make train ARGS="+x={a:1,b:2}"', ROOT, env)
+    assert args == ["train.py", "+x={a:1,b:2}"]

@@ -85,32 +85,50 @@ def as_make_runs_it(command: str, cwd: Path, env: dict) -> tuple[str, dict] | No
     return words[1], made
 
 
+def one_simple_command(command: str) -> bool:
+    """Whether `command` is one simple command for the shell: no pipe, redirection, list,
+    substitution or second line (a `#` inside a word is a word's, as for bash); False where its
+    quoting is beyond shlex (bash may accept it: then it runs in bash)."""
+    if "`" in command or "$(" in command or "\n" in command:
+        return False
+    tokens = shlex.shlex(command, posix=True, punctuation_chars=True)
+    tokens.whitespace_split = True
+    tokens.commenters = ""
+    try:
+        if any(token and set(token) <= set("();<>|&") for token in tokens):
+            return False
+        shlex.split(command, posix=False)
+    except ValueError:  # "No closing quotation" on a line bash reads: not ours to fork
+        return False
+    return True
+
+
 def python_run(command: str, cwd: Path, env: dict) -> tuple[dict, list[str]] | None:
     """`command`, a line for bash, as the environment and the arguments it gives this interpreter
     (`[SCRIPT, *ARGS]`, as bash expands them) where it runs one script with it and nothing else;
     None for any other line (a pipe, a redirection, a list, a substitution, Python's own options,
     another program). `make ...` is the line make would run, in the environment make gives it
     (as_make_runs_it)."""
+    if not one_simple_command(command):
+        return None
+    shell = "bash"
     if command.startswith("make "):
         made = as_make_runs_it(command, cwd, env)
         if made is None:
             return None
         command, env = made
-    if "`" in command or "$(" in command or "\n" in command:
-        return None
-    tokens = shlex.shlex(command, posix=True, punctuation_chars=True)
-    tokens.whitespace_split = True
-    if any(token and set(token) <= set("();<>|&") for token in tokens):
-        return None
-    # the words as bash expands them (variables, quotes), each ended by NUL
+        shell = "sh"  # make runs its recipe's line with /bin/sh (the Makefile sets no SHELL)
+        if not one_simple_command(command):
+            return None
+    # the words as the shell expands them (variables, quotes), each ended by NUL
     expanded = subprocess.run(
-        ["bash", "-c", f"set -- {command}; printf '%s\\0' \"$@\""], cwd=cwd, env=env, capture_output=True
+        [shell, "-c", f"set -- {command}; printf '%s\\0' \"$@\""], cwd=cwd, env=env, capture_output=True
     )
     if expanded.returncode != 0:
         return None
     words = [os.fsdecode(word) for word in expanded.stdout.split(b"\0")[:-1]]
-    # bash takes NAME=value for a variable only as written so, before the program: not quoted, not
-    # the result of an expansion
+    # the shell takes NAME=value for a variable only as written so, before the program: not quoted,
+    # not the result of an expansion
     written = shlex.split(command, posix=False)
     assignments = 0
     while assignments < len(written) and ASSIGNMENT.match(written[assignments]):

@@ -111,7 +111,8 @@ def _become(request: dict, streams: list[int], replies: io.TextIOBase) -> None:
         sys.modules["numpy"].random.seed()
     if "datasets.fingerprint" in sys.modules:
         sys.modules["datasets.fingerprint"].fingerprint_rng.seed()
-    # `__file__` as Python 3.9 and later give it, absolute (not resolved); sys.argv[0] as written
+    # `__file__` as Python 3.9 and later give it, absolute (not resolved); sys.argv[0] is that path too,
+    # where a new interpreter keeps it as typed (the project reads only argv[1:])
     runpy.run_path(os.path.abspath(script), run_name="__main__")  # its SystemExit or exception ends the interpreter
 
 
@@ -290,7 +291,8 @@ class WarmPython:
                     raise RuntimeError("the tests' warm Python did not start the run in time")
                 pid = started["pid"]
                 open_readers = set(readers)
-                watched = {self.replies}  # the server, until it says the run ended: its end is seen at once
+                # the server, until it says the run ended (unless that came with the pid): its end is seen at once
+                watched = set() if b"\n" in self.pending else {self.replies}
                 while open_readers:  # as subprocess's communicate(): until every writer is done
                     if deadline is not None and time.monotonic() >= deadline:
                         break  # a run that keeps writing is past its time too
@@ -311,9 +313,8 @@ class WarmPython:
                             open_readers.discard(fd)
                 done = self._reply(deadline) if not open_readers else None
                 if done is None:  # past the timeout: as subprocess.run, the child killed, then the time said
-                    if (
-                        watched
-                    ):  # else it ended, reaped by the server (its pid free again); its processes held the pipes
+                    # else it ended, reaped by the server (its pid free again); its processes held the pipes
+                    if watched:
                         try:
                             os.kill(pid, signal.SIGKILL)
                         except ProcessLookupError:  # ended as the time ran out

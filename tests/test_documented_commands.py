@@ -328,6 +328,8 @@ COMMANDS: dict[str, Command] = {
     'make train ARGS="experiment=typed hydra.run.dir=runs/hour_typed_s47"': Command(short=SHORT),
     'make train ARGS="experiment=typed data.augment.typos=0.3 data.augment.copy_through=0.05 '
     'data.augment.copy_inside=0.1 hydra.run.dir=runs/hour_typed_t03_s48"': Command(short=SHORT),
+    'make train ARGS="experiment=typed data.augment.copy_through=0.025 data.augment.copy_inside=0.05 '
+    'hydra.run.dir=runs/hour_typed_half_s50"': Command(short=SHORT),
     'make train ARGS="experiment=typed model=small data.augment.upper=0.12 data.augment.lower=0.12 '
     'data.augment.typos=0.15 data.augment.copy_through=0.15 hydra.run.dir=runs/hour_typed_small"': Command(
         short=BEFORE_FOLDING
